@@ -1,0 +1,3 @@
+from tfhadoop.cli import main
+
+raise SystemExit(main())

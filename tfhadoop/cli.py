@@ -1,0 +1,73 @@
+"""The ``tfhadoop`` command: one entry point whose subcommands live in their areas.
+
+Each area registers its subcommands through a ``register(subparsers)`` function named in
+``COMMANDS``; modules are imported only when their command runs (or for ``--help``), so
+``tfhadoop records ...`` never pays for importing Spark or TensorFlow.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+
+# subcommand -> (module, one-line help). The module defines ``register(subparsers)``, which adds
+# the subcommand with its own arguments and ``set_defaults(func=...)``.
+COMMANDS = {
+    "cluster": ("tfhadoop.yarn.cluster_cli", "run the embedded single-host Hadoop cluster (HDFS + YARN)"),
+}
+
+
+class CommandError(Exception):
+    """An error the user can act on: printed as one line, exit status 1, no traceback."""
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tfhadoop",
+        description="Hadoop-resident data into TensorFlow models, on the same cluster.",
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
+    parser.add_argument("--version", action="version", version=_version())
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (module, help_text) in COMMANDS.items():
+        if only is not None and name != only:
+            sub.add_parser(name, help=help_text, add_help=False)
+            continue
+        importlib.import_module(module).register(sub)
+    return parser
+
+
+def _version() -> str:
+    from tfhadoop import __version__
+
+    return f"tfhadoop {__version__}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    # Import only the area the user asked for; all of them for a bare `tfhadoop --help`.
+    first = next((a for a in argv if not a.startswith("-")), None)
+    parser = build_parser(first if first in COMMANDS else None)
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        datefmt="%H:%M:%S",
+    )
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        result = args.func(args)
+    except CommandError as exc:
+        print(f"tfhadoop {args.command}: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    return int(result or 0)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""TensorFlow training that runs inside the YARN application."""

@@ -1,0 +1,284 @@
+package tfhadoop.cluster;
+
+import java.io.File;
+import java.io.FileOutputStream;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.StandardCopyOption;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.hdfs.MiniDFSCluster;
+import org.apache.hadoop.util.ShutdownHookManager;
+import org.apache.hadoop.yarn.conf.YarnConfiguration;
+import org.apache.hadoop.yarn.server.MiniYARNCluster;
+import org.apache.hadoop.yarn.util.resource.ResourceUtils;
+
+/**
+ * A real single-host Hadoop cluster in one JVM: the NameNode and DataNode of MiniDFSCluster and the
+ * ResourceManager (CapacityScheduler, preemption monitor on) and NodeManagers of MiniYARNCluster.
+ * One JVM starts in a fraction of the time and memory of five daemon JVMs on a 2-core machine,
+ * and the daemons are Hadoop's own classes. It writes a client configuration directory with the
+ * ports it got, then a ready file, and runs until SIGTERM.
+ */
+public final class EmbeddedCluster {
+  private final Options opts;
+  private MiniDFSCluster dfs;
+  private MiniYARNCluster yarn;
+
+  private EmbeddedCluster(Options opts) {
+    this.opts = opts;
+  }
+
+  /** Command-line options, parsed once. */
+  static final class Options {
+    File stateDir;
+    File confDir;
+    int nodeManagers = 2;
+    int gpusPerNode = 2;
+    int nmMemoryMb = 8192;
+    int nmVcores = 8;
+    int namenodePort = 0;
+    String clientClasspath = "";
+    String host = "localhost";
+
+    static Options parse(String[] args) {
+      Options o = new Options();
+      for (int i = 0; i < args.length; i += 2) {
+        if (i + 1 >= args.length) throw new IllegalArgumentException("missing value for " + args[i]);
+        String v = args[i + 1];
+        switch (args[i]) {
+          case "--state-dir": o.stateDir = new File(v).getAbsoluteFile(); break;
+          case "--conf-dir": o.confDir = new File(v).getAbsoluteFile(); break;
+          case "--node-managers": o.nodeManagers = Integer.parseInt(v); break;
+          case "--gpus-per-node": o.gpusPerNode = Integer.parseInt(v); break;
+          case "--nm-memory-mb": o.nmMemoryMb = Integer.parseInt(v); break;
+          case "--nm-vcores": o.nmVcores = Integer.parseInt(v); break;
+          case "--client-classpath": o.clientClasspath = v; break;
+          case "--namenode-port": o.namenodePort = Integer.parseInt(v); break;
+          case "--host": o.host = v; break;
+          default: throw new IllegalArgumentException("unknown option " + args[i]);
+        }
+      }
+      if (o.stateDir == null || o.confDir == null) {
+        throw new IllegalArgumentException("--state-dir and --conf-dir are required");
+      }
+      return o;
+    }
+  }
+
+  public static void main(String[] args) throws Exception {
+    Options opts = Options.parse(args);
+    EmbeddedCluster cluster = new EmbeddedCluster(opts);
+    // Through Hadoop's hook manager, ahead of FileSystem's own hook, so daemons stop in order.
+    ShutdownHookManager.get().addShutdownHook(cluster::stop, 100);
+    long t0 = System.nanoTime();
+    try {
+      cluster.start();
+    } catch (Throwable t) {
+      System.err.println("tfhadoop embedded cluster failed to start: " + t);
+      t.printStackTrace();
+      System.exit(1);
+    }
+    double secs = (System.nanoTime() - t0) / 1e9;
+    cluster.writeReadyFile(secs);
+    System.out.printf("tfhadoop embedded cluster ready in %.1f s%n", secs);
+    System.out.flush();
+    Thread.currentThread().join(); // until SIGTERM runs the shutdown hook
+  }
+
+  private void start() throws Exception {
+    File hdfsDir = new File(opts.stateDir, "hdfs");
+    boolean format = !new File(hdfsDir, "name1/current/VERSION").exists();
+    Configuration conf = baseConfiguration();
+    conf.set(MiniDFSCluster.HDFS_MINIDFS_BASEDIR, hdfsDir.getAbsolutePath());
+    dfs = new MiniDFSCluster.Builder(conf)
+        .numDataNodes(1)
+        .nameNodePort(opts.namenodePort)
+        .format(format)
+        .checkDataNodeHostConfig(true)
+        .build();
+    dfs.waitActive();
+    String defaultFs = dfs.getFileSystem().getUri().toString();
+    conf.set("fs.defaultFS", defaultFs);
+    System.out.println("HDFS up at " + defaultFs + (format ? " (formatted)" : " (existing data)"));
+
+    yarnConfiguration(conf);
+    ResourceUtils.resetResourceTypes(conf);
+    ResourceUtils.resetNodeResources();
+    yarn = new MiniYARNCluster("tfhadoop", opts.nodeManagers, 1, 1);
+    yarn.init(conf);
+    yarn.start();
+    if (!yarn.waitForNodeManagersToConnect(60_000)) {
+      throw new IllegalStateException("NodeManagers did not register with the ResourceManager in 60 s");
+    }
+    writeClientConfiguration(yarn.getConfig(), defaultFs);
+  }
+
+  private Configuration baseConfiguration() {
+    YarnConfiguration conf = new YarnConfiguration();
+    conf.set("hadoop.tmp.dir", new File(opts.stateDir, "tmp").getAbsolutePath());
+    conf.setBoolean("dfs.permissions.enabled", false);
+    conf.setBoolean("dfs.webhdfs.enabled", true);
+    conf.setInt("dfs.replication", 1);
+    conf.set("dfs.namenode.rpc-address", opts.host + ":0");
+    conf.set("dfs.namenode.http-address", opts.host + ":0");
+    conf.set("hadoop.proxyuser." + System.getProperty("user.name") + ".hosts", "*");
+    conf.set("hadoop.proxyuser." + System.getProperty("user.name") + ".groups", "*");
+    return conf;
+  }
+
+  private void yarnConfiguration(Configuration conf) {
+    String cs = "yarn.scheduler.capacity.";
+    // Resource types: yarn.io/gpu counted by the scheduler, no GPU plugin (counts only).
+    conf.set("yarn.resource-types", "yarn.io/gpu");
+    conf.set("yarn.resource-types.yarn.io/gpu.maximum-allocation", Integer.toString(opts.gpusPerNode));
+    conf.set("yarn.nodemanager.resource-type.yarn.io/gpu", Integer.toString(opts.gpusPerNode));
+    conf.setInt("yarn.minicluster.yarn.nodemanager.resource.memory-mb", opts.nmMemoryMb);
+    conf.setInt(YarnConfiguration.NM_PMEM_MB, opts.nmMemoryMb);
+    conf.setInt(YarnConfiguration.NM_VCORES, opts.nmVcores);
+    conf.setBoolean(YarnConfiguration.NM_PMEM_CHECK_ENABLED, false);
+    conf.setBoolean(YarnConfiguration.NM_VMEM_CHECK_ENABLED, false);
+    conf.setFloat("yarn.nodemanager.disk-health-checker.max-disk-utilization-per-disk-percentage", 99.9f);
+    conf.setInt("yarn.nodemanager.disk-health-checker.min-free-space-per-disk-mb", 0);
+    conf.setInt(YarnConfiguration.RM_SCHEDULER_MINIMUM_ALLOCATION_MB, 128);
+    conf.setInt(YarnConfiguration.RM_SCHEDULER_MAXIMUM_ALLOCATION_MB, opts.nmMemoryMb);
+    conf.setInt(YarnConfiguration.RM_SCHEDULER_MAXIMUM_ALLOCATION_VCORES, opts.nmVcores);
+    conf.set(YarnConfiguration.RM_SCHEDULER, "org.apache.hadoop.yarn.server.resourcemanager.scheduler.capacity.CapacityScheduler");
+    conf.setBoolean(YarnConfiguration.YARN_MINICLUSTER_FIXED_PORTS, false);
+    conf.setInt(YarnConfiguration.RM_AM_MAX_ATTEMPTS, 2);
+    conf.setInt("yarn.nodemanager.delete.debug-delay-sec", 300);
+    conf.set("yarn.nodemanager.env-whitelist",
+        "JAVA_HOME,HADOOP_COMMON_HOME,HADOOP_HDFS_HOME,HADOOP_CONF_DIR,CLASSPATH_PREPEND_DISTCACHE,"
+        + "HADOOP_YARN_HOME,HADOOP_MAPRED_HOME,PATH,LANG,TZ");
+    // Container logs end up on HDFS so they are retrievable after the application ends.
+    conf.setBoolean(YarnConfiguration.LOG_AGGREGATION_ENABLED, true);
+    conf.set(YarnConfiguration.NM_REMOTE_APP_LOG_DIR, "/tmp/logs");
+    conf.setLong("yarn.nodemanager.log-aggregation.roll-monitoring-interval-seconds", -1);
+    // Containers run with the client classpath (what `yarn classpath` prints) and our conf dir.
+    conf.set(YarnConfiguration.YARN_APPLICATION_CLASSPATH,
+        opts.confDir.getAbsolutePath() + "," + opts.clientClasspath.replace(File.pathSeparatorChar, ','));
+
+    // CapacityScheduler: queues default / train / urgent, DominantResourceCalculator (counts GPUs).
+    conf.set(cs + "resource-calculator", "org.apache.hadoop.yarn.util.resource.DominantResourceCalculator");
+    conf.set(cs + "root.queues", "default,train,urgent");
+    conf.set(cs + "root.default.capacity", "10");
+    conf.set(cs + "root.train.capacity", "50");
+    conf.set(cs + "root.urgent.capacity", "40");
+    for (String q : new String[] {"default", "train", "urgent"}) {
+      conf.set(cs + "root." + q + ".maximum-capacity", "100");
+      conf.set(cs + "root." + q + ".user-limit-factor", "10");
+      conf.set(cs + "root." + q + ".state", "RUNNING");
+      conf.set(cs + "root." + q + ".acl_submit_applications", "*");
+      conf.set(cs + "root." + q + ".maximum-am-resource-percent", "0.5");
+    }
+    conf.set(cs + "maximum-am-resource-percent", "0.5");
+    conf.setInt(cs + "node-locality-delay", -1);
+    // Preemption monitor with short timings, so a preemption lands within seconds.
+    conf.setBoolean(YarnConfiguration.RM_SCHEDULER_ENABLE_MONITORS, true);
+    conf.set(YarnConfiguration.RM_SCHEDULER_MONITOR_POLICIES,
+        "org.apache.hadoop.yarn.server.resourcemanager.monitor.capacity.ProportionalCapacityPreemptionPolicy");
+    String p = "yarn.resourcemanager.monitor.capacity.preemption.";
+    conf.setLong(p + "monitoring_interval", 1000);
+    conf.setLong(p + "max_wait_before_kill", 3000);
+    conf.setFloat(p + "total_preemption_per_round", 1.0f);
+    conf.setFloat(p + "max_ignored_over_capacity", 0.0f);
+    conf.setFloat(p + "natural_termination_factor", 1.0f);
+  }
+
+  /** The files a client needs: core-site, hdfs-site, yarn-site, resource-types, capacity-scheduler. */
+  private void writeClientConfiguration(Configuration live, String defaultFs) throws IOException {
+    opts.confDir.mkdirs();
+    Map<String, String> core = new LinkedHashMap<>();
+    core.put("fs.defaultFS", defaultFs);
+    core.put("hadoop.proxyuser." + System.getProperty("user.name") + ".hosts", "*");
+    core.put("hadoop.proxyuser." + System.getProperty("user.name") + ".groups", "*");
+    writeXml("core-site.xml", core);
+
+    Configuration dconf = dfs.getConfiguration(0);
+    Map<String, String> hdfs = new LinkedHashMap<>();
+    hdfs.put("dfs.namenode.rpc-address", dconf.get("dfs.namenode.rpc-address"));
+    hdfs.put("dfs.namenode.http-address", dconf.get("dfs.namenode.http-address"));
+    hdfs.put("dfs.replication", "1");
+    hdfs.put("dfs.permissions.enabled", "false");
+    hdfs.put("dfs.webhdfs.enabled", "true");
+    writeXml("hdfs-site.xml", hdfs);
+
+    Map<String, String> yarnSite = new LinkedHashMap<>();
+    for (Map.Entry<String, String> e : live) {
+      String k = e.getKey();
+      if (k.startsWith("yarn.") && !k.startsWith("yarn.scheduler.capacity.")
+          && !k.startsWith("yarn.nodemanager.") && !k.startsWith("yarn.minicluster.")) {
+        yarnSite.put(k, live.get(k));
+      }
+    }
+    yarnSite.put("yarn.nodemanager.remote-app-log-dir", live.get(YarnConfiguration.NM_REMOTE_APP_LOG_DIR));
+    writeXml("yarn-site.xml", new java.util.TreeMap<>(yarnSite));
+
+    Map<String, String> types = new LinkedHashMap<>();
+    types.put("yarn.resource-types", "yarn.io/gpu");
+    writeXml("resource-types.xml", types);
+
+    Map<String, String> capacity = new java.util.TreeMap<>();
+    for (Map.Entry<String, String> e : live) {
+      if (e.getKey().startsWith("yarn.scheduler.capacity.")) capacity.put(e.getKey(), e.getValue());
+    }
+    writeXml("capacity-scheduler.xml", capacity);
+  }
+
+  private void writeXml(String name, Map<String, String> props) throws IOException {
+    StringBuilder sb = new StringBuilder("<?xml version=\"1.0\"?>\n<!-- written by tfhadoop cluster up -->\n<configuration>\n");
+    for (Map.Entry<String, String> e : props.entrySet()) {
+      if (e.getValue() == null) continue;
+      sb.append("  <property><name>").append(escape(e.getKey())).append("</name><value>")
+          .append(escape(e.getValue())).append("</value></property>\n");
+    }
+    sb.append("</configuration>\n");
+    atomicWrite(new File(opts.confDir, name), sb.toString());
+  }
+
+  private static String escape(String s) {
+    return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;");
+  }
+
+  private void writeReadyFile(double seconds) throws IOException {
+    Configuration c = yarn.getConfig();
+    Configuration d = dfs.getConfiguration(0);
+    String json = "{\n"
+        + "  \"pid\": " + ProcessHandle.current().pid() + ",\n"
+        + "  \"start_seconds\": " + String.format(java.util.Locale.ROOT, "%.2f", seconds) + ",\n"
+        + "  \"fs_default\": \"" + dfs.getFileSystem().getUri() + "\",\n"
+        + "  \"namenode_rpc\": \"" + d.get("dfs.namenode.rpc-address") + "\",\n"
+        + "  \"namenode_http\": \"" + d.get("dfs.namenode.http-address") + "\",\n"
+        + "  \"rm_address\": \"" + c.get(YarnConfiguration.RM_ADDRESS) + "\",\n"
+        + "  \"rm_webapp\": \"" + c.get(YarnConfiguration.RM_WEBAPP_ADDRESS) + "\",\n"
+        + "  \"node_managers\": " + opts.nodeManagers + ",\n"
+        + "  \"gpus_per_node\": " + opts.gpusPerNode + "\n"
+        + "}\n";
+    atomicWrite(new File(opts.stateDir, "cluster.json"), json);
+  }
+
+  private static void atomicWrite(File target, String content) throws IOException {
+    File tmp = new File(target.getParentFile(), "." + target.getName() + ".tmp");
+    try (OutputStream out = new FileOutputStream(tmp)) {
+      out.write(content.getBytes(StandardCharsets.UTF_8));
+    }
+    Files.move(tmp.toPath(), target.toPath(), StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+  }
+
+  private synchronized void stop() {
+    new File(opts.stateDir, "cluster.json").delete();
+    if (yarn != null) {
+      try { yarn.stop(); } catch (Exception e) { System.err.println("stopping YARN: " + e); }
+      yarn = null;
+    }
+    if (dfs != null) {
+      try { dfs.shutdown(); } catch (Exception e) { System.err.println("stopping HDFS: " + e); }
+      dfs = null;
+    }
+    System.out.println("tfhadoop embedded cluster stopped");
+  }
+}

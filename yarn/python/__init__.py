@@ -1,0 +1,1 @@
+"""YARN side of tfhadoop: the embedded Hadoop cluster and Skein applications."""

@@ -1,0 +1,379 @@
+"""Start, stop and inspect the embedded Hadoop cluster (one JVM: HDFS + YARN, see EmbeddedCluster.java).
+
+The state dir holds everything: ``conf/`` (client configuration with the ports the daemons got),
+``hdfs/`` (NameNode and DataNode storage, kept across restarts), ``target/`` (NodeManager work and
+log dirs), ``logs/``, ``bin/`` (``yarn`` and ``hdfs`` commands for clients such as Skein),
+``cluster.pid`` (written at launch) and ``cluster.json`` (written by the JVM once it is ready).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+from tfhadoop.cli import CommandError
+from tfhadoop.hadoop import HadoopConf, default_state_dir, java_executable, java_home, jars_dir
+
+log = logging.getLogger(__name__)
+
+MAIN_CLASS = "tfhadoop.cluster.EmbeddedCluster"
+
+LOG4J = """\
+log4j.rootLogger=INFO, file
+log4j.appender.file=org.apache.log4j.RollingFileAppender
+log4j.appender.file.File={log}
+log4j.appender.file.MaxFileSize=64MB
+log4j.appender.file.MaxBackupIndex=2
+log4j.appender.file.layout=org.apache.log4j.PatternLayout
+log4j.appender.file.layout.ConversionPattern=%d{{ISO8601}} %-5p %c{{2}} - %m%n
+log4j.logger.org.apache.hadoop.hdfs.StateChange=WARN
+log4j.logger.org.apache.hadoop.hdfs.server.datanode.DataNode.clienttrace=WARN
+log4j.logger.org.apache.hadoop.hdfs.server.namenode.FSNamesystem.audit=WARN
+log4j.logger.org.apache.hadoop.yarn.server.resourcemanager.RMAuditLogger=WARN
+log4j.logger.org.apache.hadoop.yarn.server.nodemanager.NMAuditLogger=WARN
+"""
+
+# `yarn` / `hdfs` for clients of the embedded cluster. `yarn classpath` is what Skein needs; the
+# other subcommands run Hadoop's own CLI classes from the cluster's jars.
+YARN_SHIM = """\
+#!/bin/sh
+# yarn command of the tfhadoop embedded cluster (written by `tfhadoop cluster up`).
+CONF='{conf}'
+CLIENT_CP='{client_cp}'
+TOOLS_CP='{tools_cp}'
+JAVA='{java}'
+LOG="-Dlog4j.configuration=file:{log4j_cli}"
+cmd="$1"; [ $# -gt 0 ] && shift
+case "$cmd" in
+  classpath) echo "$CONF:$CLIENT_CP" ;;
+  version) echo "Hadoop {hadoop_version} (tfhadoop embedded cluster)" ;;
+  logs) exec "$JAVA" $LOG -cp "$CONF:$TOOLS_CP" org.apache.hadoop.yarn.client.cli.LogsCLI "$@" ;;
+  application|applicationattempt|container)
+    exec "$JAVA" $LOG -cp "$CONF:$TOOLS_CP" org.apache.hadoop.yarn.client.cli.ApplicationCLI "$cmd" "$@" ;;
+  node) exec "$JAVA" $LOG -cp "$CONF:$TOOLS_CP" org.apache.hadoop.yarn.client.cli.NodeCLI "$@" ;;
+  queue) exec "$JAVA" $LOG -cp "$CONF:$TOOLS_CP" org.apache.hadoop.yarn.client.cli.QueueCLI "$@" ;;
+  *) echo "usage: yarn classpath|version|logs|application|applicationattempt|container|node|queue [ARGS]" >&2; exit 1 ;;
+esac
+"""
+
+HDFS_SHIM = """\
+#!/bin/sh
+# hdfs command of the tfhadoop embedded cluster (written by `tfhadoop cluster up`).
+cmd="$1"; [ $# -gt 0 ] && shift
+LOG="-Dlog4j.configuration=file:{log4j_cli}"
+case "$cmd" in
+  dfs) exec '{java}' $LOG -cp '{conf}:{tools_cp}' org.apache.hadoop.fs.FsShell "$@" ;;
+  dfsadmin) exec '{java}' $LOG -cp '{conf}:{tools_cp}' org.apache.hadoop.hdfs.tools.DFSAdmin "$@" ;;
+  classpath) echo '{conf}:{client_cp}' ;;
+  *) echo "usage: hdfs dfs|dfsadmin|classpath [ARGS]" >&2; exit 1 ;;
+esac
+"""
+
+LOG4J_CLI = "log4j.rootLogger=WARN, err\nlog4j.appender.err=org.apache.log4j.ConsoleAppender\n" \
+    "log4j.appender.err.Target=System.err\nlog4j.appender.err.layout=org.apache.log4j.PatternLayout\n" \
+    "log4j.appender.err.layout.ConversionPattern=%p %c{2}: %m%n\n"
+
+
+@dataclass
+class ClusterOptions:
+    """Sizes and fixed ports of the embedded cluster (0 = a free port)."""
+
+    node_managers: int = 2
+    gpus_per_node: int = 2
+    nm_memory_mb: int = 8192
+    nm_vcores: int = 8
+    namenode_port: int = 0
+    jvm_heap: str = "1536m"
+
+
+def _read_classpath(name: str) -> list[str]:
+    path = jars_dir() / name
+    if not path.exists():
+        raise CommandError(f"{path} is missing: build the JVM side first (`make setup` or `make jars`)")
+    entries = [line.strip() for line in path.read_text().splitlines() if line.strip()]
+    missing = [e for e in entries if not Path(e).exists()]
+    if missing:
+        raise CommandError(f"{len(missing)} jar(s) listed in {path} are missing (first: {missing[0]}); "
+                           "rebuild with `make jars`")
+    return entries
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _port_in_use(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return True
+    return False
+
+
+def _http_json(url: str, timeout: float = 5.0):
+    with urllib.request.urlopen(url, timeout=timeout) as resp:
+        return json.loads(resp.read().decode())
+
+
+class EmbeddedCluster:
+    """One embedded cluster, identified by its state dir."""
+
+    def __init__(self, state_dir: str | os.PathLike | None = None):
+        self.state_dir = Path(state_dir).expanduser().resolve() if state_dir else default_state_dir().resolve()
+        self.conf_dir = self.state_dir / "conf"
+        self.bin_dir = self.state_dir / "bin"
+        self.logs_dir = self.state_dir / "logs"
+        self.pid_file = self.state_dir / "cluster.pid"
+        self.info_file = self.state_dir / "cluster.json"
+
+    # -- process identity --------------------------------------------------------------------
+    def pid(self) -> int | None:
+        """The pid of this state dir's cluster JVM if it is alive (and really is ours)."""
+        try:
+            pid = int(self.pid_file.read_text().strip())
+        except (OSError, ValueError):
+            return None
+        if _pid_alive(pid) and MAIN_CLASS in _cmdline(pid) and str(self.state_dir) in _cmdline(pid):
+            return pid
+        return None
+
+    def info(self) -> dict | None:
+        """cluster.json of a running cluster, else None."""
+        if self.pid() is None or not self.info_file.exists():
+            return None
+        return json.loads(self.info_file.read_text())
+
+    def is_running(self) -> bool:
+        return self.info() is not None
+
+    # -- up ----------------------------------------------------------------------------------
+    def up(self, options: ClusterOptions | None = None, timeout: float = 180.0, format_hdfs: bool = False) -> dict:
+        """Start the cluster unless it already runs; returns cluster.json. Idempotent."""
+        options = options or ClusterOptions()
+        info = self.info()
+        if info is not None:
+            log.info("embedded cluster already running (pid %s) in %s", info["pid"], self.state_dir)
+            return info
+        starting = self.pid()
+        if starting is not None:
+            log.info("embedded cluster pid %s is still starting; waiting", starting)
+            return self._wait_ready(starting, time.monotonic(), timeout, None)
+        self._recover_stale_state(format_hdfs)
+        java = java_executable()
+        cluster_cp = _read_classpath("cluster-classpath.txt")
+        client_cp = _read_classpath("client-classpath.txt")
+        if options.namenode_port and _port_in_use(options.namenode_port):
+            raise CommandError(f"port {options.namenode_port} (--namenode-port) is in use by another process; "
+                               "choose another port or 0 for a free one")
+        for d in (self.conf_dir, self.bin_dir, self.logs_dir):
+            d.mkdir(parents=True, exist_ok=True)
+        log4j = self.state_dir / "log4j.properties"
+        log4j.write_text(LOG4J.format(log=self.logs_dir / "hadoop.log"))
+        (self.state_dir / "log4j-cli.properties").write_text(LOG4J_CLI)
+        cmd = [
+            java, f"-Xmx{options.jvm_heap}", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+            f"-Dlog4j.configuration=file:{log4j}",
+            "-cp", os.pathsep.join(cluster_cp), MAIN_CLASS,
+            "--state-dir", str(self.state_dir), "--conf-dir", str(self.conf_dir),
+            "--node-managers", str(options.node_managers), "--gpus-per-node", str(options.gpus_per_node),
+            "--nm-memory-mb", str(options.nm_memory_mb), "--nm-vcores", str(options.nm_vcores),
+            "--namenode-port", str(options.namenode_port),
+            "--client-classpath", os.pathsep.join(client_cp),
+        ]
+        env = dict(os.environ)
+        env.pop("HADOOP_CONF_DIR", None)
+        env["JAVA_HOME"] = java_home() or ""
+        out = open(self.logs_dir / "cluster.out", "ab")
+        t0 = time.monotonic()
+        log.info("starting embedded Hadoop cluster in %s", self.state_dir)
+        proc = subprocess.Popen(cmd, cwd=self.state_dir, stdout=out, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+        out.close()
+        self.pid_file.write_text(f"{proc.pid}\n")
+        info = self._wait_ready(proc.pid, t0, timeout, proc)
+        self._write_commands(java, client_cp, cluster_cp)
+        return info
+
+    def _wait_ready(self, pid: int, t0: float, timeout: float, proc) -> dict:
+        while time.monotonic() - t0 < timeout:
+            if self.info_file.exists():
+                info = json.loads(self.info_file.read_text())
+                if info.get("pid") == pid:
+                    info["ready_seconds"] = round(time.monotonic() - t0, 1)
+                    return info
+            exited = proc.poll() is not None if proc is not None else not _pid_alive(pid)
+            if exited:
+                raise CommandError(f"the cluster JVM exited during start-up; last lines of "
+                                   f"{self.logs_dir / 'cluster.out'}:\n{self._tail('cluster.out')}")
+            time.sleep(0.25)
+        self._terminate(pid)
+        raise CommandError(f"the cluster did not become ready in {timeout:.0f} s (stopped it); see "
+                           f"{self.logs_dir / 'hadoop.log'}:\n{self._tail('cluster.out')}")
+
+    def _tail(self, name: str, lines: int = 25) -> str:
+        try:
+            text = (self.logs_dir / name).read_text(errors="replace").splitlines()
+        except OSError:
+            return "(no output)"
+        keep = [l for l in text if not l.lstrip().startswith("at ")]
+        return "\n".join(keep[-lines:])
+
+    def _recover_stale_state(self, format_hdfs: bool) -> None:
+        """A pid file without a live JVM means the last run crashed or was killed."""
+        if self.pid_file.exists():
+            log.warning("state dir %s is left from a run that did not stop cleanly (pid %s is gone); "
+                        "recovering: HDFS data is kept, YARN work dirs are reset",
+                        self.state_dir, self.pid_file.read_text().strip())
+            self._kill_orphans()
+            self.pid_file.unlink(missing_ok=True)
+        self.info_file.unlink(missing_ok=True)
+        import shutil
+
+        shutil.rmtree(self.state_dir / "target", ignore_errors=True)
+        if format_hdfs:
+            shutil.rmtree(self.state_dir / "hdfs", ignore_errors=True)
+
+    def _write_commands(self, java: str, client_cp: list[str], cluster_cp: list[str]) -> None:
+        fields = dict(
+            conf=self.conf_dir, java=java, client_cp=os.pathsep.join(client_cp),
+            tools_cp=os.pathsep.join(cluster_cp), hadoop_version=_hadoop_version(client_cp),
+            log4j_cli=self.state_dir / "log4j-cli.properties",
+        )
+        for name, text in (("yarn", YARN_SHIM), ("hdfs", HDFS_SHIM)):
+            path = self.bin_dir / name
+            path.write_text(text.format(**fields))
+            path.chmod(0o755)
+
+    # -- down --------------------------------------------------------------------------------
+    def down(self, timeout: float = 60.0) -> bool:
+        """Stop the JVM this state dir started, and any container it left. False if none ran."""
+        pid = self.pid()
+        if pid is None:
+            orphans = self._kill_orphans()
+            self.pid_file.unlink(missing_ok=True)
+            self.info_file.unlink(missing_ok=True)
+            return orphans > 0
+        self._terminate(pid, timeout)
+        self._kill_orphans()
+        self.pid_file.unlink(missing_ok=True)
+        self.info_file.unlink(missing_ok=True)
+        return True
+
+    def _terminate(self, pid: int, timeout: float = 60.0) -> None:
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and _pid_alive(pid):
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
+            time.sleep(0.2)
+        if _pid_alive(pid):
+            log.warning("cluster JVM %s did not stop in %.0f s; killing it", pid, timeout)
+            os.kill(pid, signal.SIGKILL)
+
+    def _kill_orphans(self) -> int:
+        """Container processes still running out of this state dir's NodeManager work dirs."""
+        work = str(self.state_dir / "target")
+        killed = 0
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit() or int(entry.name) == os.getpid():
+                continue
+            try:
+                cwd = os.readlink(entry / "cwd")
+            except OSError:
+                continue
+            if cwd.startswith(work):
+                try:
+                    os.kill(int(entry.name), signal.SIGKILL)
+                    killed += 1
+                except OSError:
+                    pass
+        if killed:
+            log.info("killed %d leftover container process(es) of %s", killed, self.state_dir)
+        return killed
+
+    # -- status / env ------------------------------------------------------------------------
+    def env_lines(self) -> list[str]:
+        lines = [f"export HADOOP_CONF_DIR={self.conf_dir}", f"export PATH={self.bin_dir}:$PATH"]
+        if java_home():
+            lines.append(f"export JAVA_HOME={java_home()}")
+        return lines
+
+    def status(self) -> dict:
+        """Health of the NameNode and ResourceManager, nodes, queues and resources (live queries)."""
+        info = self.info()
+        if info is None:
+            return {"running": False, "state_dir": str(self.state_dir)}
+        conf = HadoopConf.load(self.conf_dir)
+        result = {"running": True, "state_dir": str(self.state_dir), "pid": info["pid"],
+                  "fs_default": conf.default_fs, "webhdfs": conf.webhdfs_url, "rm_web_ui": conf.rm_webapp_url}
+        result.update(cluster_health(conf))
+        return result
+
+
+def cluster_health(conf: HadoopConf) -> dict:
+    """NameNode and ResourceManager health as their own web services report it."""
+    out: dict = {}
+    try:
+        beans = _http_json(conf.webhdfs_url + "/jmx?qry=Hadoop:service=NameNode,name=FSNamesystemState")["beans"]
+        nn = beans[0] if beans else {}
+        out["namenode"] = {"state": nn.get("FSState"), "live_datanodes": nn.get("NumLiveDataNodes"),
+                           "capacity_bytes": nn.get("CapacityTotal"), "used_bytes": nn.get("CapacityUsed")}
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        out["namenode"] = {"state": "UNREACHABLE", "error": str(exc)}
+    rm = conf.rm_webapp_url
+    try:
+        cinfo = _http_json(rm + "/ws/v1/cluster/info")["clusterInfo"]
+        out["resourcemanager"] = {"state": cinfo.get("state"), "ha_state": cinfo.get("haState"),
+                                  "version": cinfo.get("resourceManagerVersion")}
+        nodes = (_http_json(rm + "/ws/v1/cluster/nodes").get("nodes") or {}).get("node", [])
+        out["nodes"] = [{"id": n["id"], "state": n["state"], **_resources(n["availableResource"], "available_"),
+                         **_resources(n["usedResource"], "used_")} for n in nodes]
+        sched = _http_json(rm + "/ws/v1/cluster/scheduler")["scheduler"]["schedulerInfo"]
+        out["queues"] = [{"name": q["queueName"], "capacity": q.get("capacity"),
+                          "max_capacity": q.get("maxCapacity"), "used_capacity": q.get("usedCapacity"),
+                          "running_apps": q.get("numApplications")}
+                         for q in (sched.get("queues") or {}).get("queue", [])]
+    except (urllib.error.URLError, OSError, ValueError, KeyError) as exc:
+        out["resourcemanager"] = {"state": "UNREACHABLE", "error": str(exc)}
+    return out
+
+
+def _resources(res: dict, prefix: str) -> dict:
+    out = {f"{prefix}memory_mb": res.get("memory"), f"{prefix}vcores": res.get("vCores")}
+    for ri in (res.get("resourceInformations") or {}).get("resourceInformation", []):
+        if ri.get("name") == "yarn.io/gpu":
+            out[f"{prefix}gpus"] = ri.get("value")
+    return out
+
+
+def _hadoop_version(classpath: list[str]) -> str:
+    for entry in classpath:
+        name = Path(entry).name
+        if name.startswith("hadoop-client-api-"):
+            return name[len("hadoop-client-api-"):-len(".jar")]
+    return "unknown"
