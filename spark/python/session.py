@@ -1,0 +1,76 @@
+"""SparkSessions wired to the cluster in use: the tfhadoop jar on the classpath, Hadoop
+configuration from ``tfhadoop.hadoop``, and (optionally) Hive support with an embedded Derby
+metastore in the state dir and the warehouse on HDFS.
+"""
+from __future__ import annotations
+
+import glob
+import os
+import sys
+from pathlib import Path
+
+from tfhadoop import hadoop
+
+
+def tfhadoop_jar() -> str | None:
+    """The built tfhadoop jar (``jars/tfhadoop-*.jar``), if it has been built."""
+    found = sorted(glob.glob(str(hadoop.jars_dir() / "tfhadoop-*.jar")))
+    return found[-1] if found else None
+
+
+def _python_env() -> None:
+    """Executors must run the same Python as the driver (the project venv)."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    bindir = str(Path(sys.executable).parent)
+    if bindir not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
+
+
+def builder(app_name: str = "tfhadoop", master: str | None = None, hive: bool = False,
+            state_dir: Path | None = None, extra_conf: dict | None = None):
+    """A SparkSession.Builder for the cluster in use. ``master`` defaults to ``local[2]``."""
+    from pyspark.sql import SparkSession
+
+    _python_env()
+    conf = hadoop.use_cluster(state_dir)
+    b = (SparkSession.builder.appName(app_name).master(master or os.environ.get("TFHADOOP_SPARK_MASTER", "local[2]"))
+         .config("spark.ui.showConsoleProgress", "true")
+         .config("spark.sql.shuffle.partitions", "8")
+         .config("spark.hadoop.fs.defaultFS", conf.default_fs))
+    jar = tfhadoop_jar()
+    if jar:
+        b = b.config("spark.jars", jar)
+    if hive:
+        b = _with_hive(b, conf, state_dir)
+    for key, value in (extra_conf or {}).items():
+        b = b.config(key, value)
+    return b
+
+
+def _with_hive(b, conf: hadoop.HadoopConf, state_dir: Path | None):
+    """Hive support: Derby metastore in a local dir, warehouse on the cluster's default FS."""
+    if hadoop.is_embedded() or os.environ.get("TFHADOOP_STATE_DIR") or state_dir:
+        base = Path(state_dir) if state_dir else hadoop.default_state_dir()
+    else:
+        base = Path.home() / ".tfhadoop" / "hive"
+    meta = base / "metastore"
+    meta.mkdir(parents=True, exist_ok=True)
+    warehouse = conf.default_fs.rstrip("/") + "/user/hive/warehouse"
+    return (b.enableHiveSupport()
+            .config("spark.sql.warehouse.dir", warehouse)
+            .config("spark.sql.catalogImplementation", "hive")
+            .config("spark.hadoop.javax.jdo.option.ConnectionURL",
+                    f"jdbc:derby:;databaseName={meta / 'metastore_db'};create=true")
+            .config("spark.hadoop.hive.metastore.warehouse.dir", warehouse)
+            .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={meta}"))
+
+
+def get_session(app_name: str = "tfhadoop", master: str | None = None, hive: bool = False, **kw):
+    """getOrCreate() of :func:`builder`."""
+    return builder(app_name, master=master, hive=hive, **kw).getOrCreate()
+
+
+def hive_session(app_name: str = "tfhadoop-hive", master: str | None = None, **kw):
+    """A SparkSession with Hive support on the cluster in use (embedded metastore)."""
+    return get_session(app_name, master=master, hive=True, **kw)

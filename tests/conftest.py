@@ -1,0 +1,56 @@
+"""Test fixtures against the real thing: one embedded Hadoop cluster (HDFS + YARN) per test
+session, started from a fresh state dir, or the cluster named by HADOOP_CONF_DIR if one is set.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tfhadoop import hadoop
+from tfhadoop.yarn.embedded import EmbeddedCluster
+
+
+
+@dataclass
+class ClusterHandle:
+    """What a test needs to reach the cluster in use."""
+
+    conf: hadoop.HadoopConf
+    state_dir: Path | None  # None for an external cluster (HADOOP_CONF_DIR)
+    embedded: EmbeddedCluster | None
+
+    @property
+    def default_fs(self) -> str:
+        return self.conf.default_fs
+
+    def hdfs_url(self, path: str) -> str:
+        return self.conf.default_fs.rstrip("/") + "/" + path.lstrip("/")
+
+
+@pytest.fixture(scope="session")
+def hadoop_cluster(tmp_path_factory):
+    """The embedded cluster, started once for the session (≈16 s) and stopped at the end."""
+    if os.environ.get("HADOOP_CONF_DIR"):
+        yield ClusterHandle(hadoop.use_cluster(), None, None)
+        return
+    state = Path(os.environ.get("TFHADOOP_TEST_STATE_DIR") or tmp_path_factory.mktemp("cluster"))
+    cluster = EmbeddedCluster(state)
+    cluster.up()
+    os.environ[hadoop.STATE_DIR_ENV] = str(cluster.state_dir)
+    try:
+        yield ClusterHandle(hadoop.use_cluster(cluster.state_dir), cluster.state_dir, cluster)
+    finally:
+        cluster.down()
+
+
+@pytest.fixture(scope="session")
+def spark(hadoop_cluster):
+    """One SparkSession (local[2], Hive support, tfhadoop jar if built) on the test cluster."""
+    from tfhadoop.spark.session import hive_session
+
+    session = hive_session("tfhadoop-tests")
+    yield session
+    session.stop()
