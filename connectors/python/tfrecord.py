@@ -1,0 +1,378 @@
+"""Streaming TFRecord reader and writer in pure Python, checked like TensorFlow checks.
+
+Record layout: ``uint64 length | uint32 masked_crc(length) | data | uint32 masked_crc(data)``
+(little-endian). The reader pulls the file in big pieces (1 MiB by default) and slices records
+out of that buffer, so the per-record cost is one slice and one C CRC call; the length checksum
+is remembered per length value (the same 8 bytes always have the same CRC), which makes
+fixed-size records nearly free to frame.
+
+Damage raises :class:`~tfhadoop.connectors.errors.CorruptedRecordError` or
+:class:`~tfhadoop.connectors.errors.TruncatedRecordError` with TensorFlow's offset. Unlike
+TensorFlow, a file cut inside a record *header* also raises (TensorFlow ends silently there).
+With ``on_corrupt="skip"`` the reader resynchronises instead: a record whose header checksum
+holds but whose data does not is skipped by its (trusted) length; otherwise the reader scans
+forward byte by byte for the next offset whose length checksum and data checksum both hold.
+Each damaged stretch counts as one skipped record; skipped bytes are counted exactly.
+"""
+from __future__ import annotations
+
+import os
+import struct
+from dataclasses import dataclass, field
+
+from tfhadoop.connectors import compression as _comp
+from tfhadoop.connectors import fileio
+from tfhadoop.connectors.crc import crc32c, masked_crc
+from tfhadoop.connectors.errors import CorruptedRecordError, TFRecordError, TruncatedRecordError
+
+__all__ = [
+    "TFRecordReader",
+    "TFRecordWriter",
+    "ReadStats",
+    "read_records",
+    "write_records",
+    "encode_record",
+]
+
+_HEADER = struct.Struct("<QI")
+_U32 = struct.Struct("<I")
+_U64 = struct.Struct("<Q")
+HEADER_SIZE, FOOTER_SIZE = 12, 4
+_M32 = 0xFFFFFFFF
+_DELTA = 0xA282EAD8
+_MAX_READ = 64 << 20  # never ask a stream for more than this in one call
+
+
+@dataclass
+class ReadStats:
+    """What a reader saw. Counters are final once iteration ends (or the reader is closed)."""
+
+    records: int = 0
+    bytes: int = 0  # record payload bytes returned
+    skipped_records: int = 0  # damaged stretches skipped (on_corrupt="skip")
+    skipped_bytes: int = 0
+    corruptions: list = field(default_factory=list)  # the first 1000 TFRecordErrors skipped
+
+    def add(self, other: "ReadStats") -> None:
+        self.records += other.records
+        self.bytes += other.bytes
+        self.skipped_records += other.skipped_records
+        self.skipped_bytes += other.skipped_bytes
+        self.corruptions.extend(other.corruptions[: max(0, 1000 - len(self.corruptions))])
+
+
+class _Window:
+    """A sliding view of the stream: ``buf`` holds the bytes from file offset ``base`` on."""
+
+    __slots__ = ("stream", "buf", "base", "eof", "chunk")
+
+    def __init__(self, stream, base: int, chunk: int):
+        self.stream, self.buf, self.base, self.eof, self.chunk = stream, b"", base, False, chunk
+
+    def fill(self, pos: int, need: int) -> int:
+        """Make ``need`` bytes from ``pos`` available if the stream has them; drops what lies
+        before ``pos`` and returns the new index of ``pos`` (0 unless nothing had to be read)."""
+        have = len(self.buf) - pos
+        if have >= need or self.eof:
+            return pos
+        parts = [self.buf[pos:]] if have else []
+        self.base += pos
+        read = self.stream.read
+        while have < need:
+            piece = read(min(max(self.chunk, need - have), _MAX_READ))
+            if not piece:
+                self.eof = True
+                break
+            parts.append(piece)
+            have += len(piece)
+        self.buf = b"".join(parts) if len(parts) != 1 else bytes(parts[0])
+        return 0
+
+
+def _records(stream, path, start, stats, check_crc, skip, with_offsets, chunk):
+    """The reading loop: yields payloads (or ``(offset, payload)``) from ``stream``."""
+    w = _Window(stream, start, chunk)
+    unpack_header = _HEADER.unpack_from
+    unpack_u32 = _U32.unpack_from
+    lcrc_cache: dict[int, int] = {}
+    pos = 0
+    nrec = nbytes = 0
+    try:
+        while True:
+            buf = w.buf
+            n = len(buf)
+            # Fast path: whole records inside the buffer.
+            while pos + HEADER_SIZE <= n:
+                length, lcrc = unpack_header(buf, pos)
+                good = lcrc_cache.get(length)
+                if good is None:
+                    c = crc32c(buf[pos : pos + 8])
+                    good = ((((c >> 15) | (c << 17)) & _M32) + _DELTA) & _M32
+                    if len(lcrc_cache) < 65536:
+                        lcrc_cache[length] = good
+                if good != lcrc:
+                    break
+                dstart = pos + HEADER_SIZE
+                dend = dstart + length
+                if dend + FOOTER_SIZE > n:
+                    break
+                data = buf[dstart:dend]
+                if check_crc:
+                    c = crc32c(data)
+                    if ((((c >> 15) | (c << 17)) & _M32) + _DELTA) & _M32 != unpack_u32(buf, dend)[0]:
+                        break
+                nrec += 1
+                nbytes += length
+                yield (w.base + pos, data) if with_offsets else data
+                pos = dend + FOOTER_SIZE
+            # Slow path: one record that straddles the buffer end, damage, or the end of input.
+            pos = w.fill(pos, HEADER_SIZE)
+            buf = w.buf
+            avail = len(buf) - pos
+            if avail == 0:
+                return
+            rec = w.base + pos
+            if avail < HEADER_SIZE:
+                err = TruncatedRecordError(path, rec, f"{avail} of {HEADER_SIZE} header bytes")
+                pos = _damaged(w, pos, err, stats, skip, None)
+                continue
+            length, lcrc = unpack_header(buf, pos)
+            if masked_crc(buf[pos : pos + 8]) != lcrc:
+                err = CorruptedRecordError(path, rec, "length checksum mismatch")
+                pos = _damaged(w, pos, err, stats, skip, None)
+                continue
+            pos = w.fill(pos, HEADER_SIZE + length + FOOTER_SIZE)
+            buf = w.buf
+            rec = w.base + pos
+            if len(buf) - pos < HEADER_SIZE + length + FOOTER_SIZE:
+                got = len(buf) - pos - HEADER_SIZE
+                err = TruncatedRecordError(path, rec, f"record of {length} bytes, input ends after {got}")
+                pos = _damaged(w, pos, err, stats, skip, None)
+                continue
+            dend = pos + HEADER_SIZE + length
+            data = buf[pos + HEADER_SIZE : dend]
+            if check_crc and masked_crc(data) != unpack_u32(buf, dend)[0]:
+                err = CorruptedRecordError(
+                    path, rec + HEADER_SIZE, f"data checksum mismatch in the record at {rec}", rec
+                )
+                pos = _damaged(w, pos, err, stats, skip, length)
+                continue
+            nrec += 1
+            nbytes += length
+            yield (rec, data) if with_offsets else data
+            pos = dend + FOOTER_SIZE
+    finally:
+        stats.records += nrec
+        stats.bytes += nbytes
+
+
+def _damaged(w: _Window, pos: int, err: TFRecordError, stats: ReadStats, skip: bool, length):
+    """Raise ``err``, or (skip mode) count it and return the index of the next good record."""
+    if not skip:
+        raise err
+    stats.skipped_records += 1
+    if len(stats.corruptions) < 1000:
+        stats.corruptions.append(err)
+    start = w.base + pos
+    if length is not None:  # header checksum held: the length is trustworthy
+        new = pos + HEADER_SIZE + length + FOOTER_SIZE
+    else:
+        new = _resync(w, pos + 1)
+    stats.skipped_bytes += (w.base + new) - start if new is not None else 0
+    if new is None:  # nothing valid up to the end: everything from the damage on is skipped
+        stats.skipped_bytes += w.base + len(w.buf) - start
+        w.buf, w.base, pos = b"", w.base + len(w.buf), 0
+        return 0
+    return new
+
+
+def _resync(w: _Window, pos: int):
+    """Index of the first offset >= pos where a whole valid record starts, or None at EOF.
+    May move the window (``w.base`` grows); the caller measures skipped bytes by file offsets."""
+    unpack_header = _HEADER.unpack_from
+    while True:
+        pos = w.fill(pos, HEADER_SIZE)
+        buf = w.buf
+        end = len(buf) - HEADER_SIZE
+        while pos <= end:
+            length, lcrc = unpack_header(buf, pos)
+            if masked_crc(buf[pos : pos + 8]) == lcrc:
+                break
+            pos += 1
+        else:
+            if w.eof:
+                return None
+            pos = max(pos, 0)
+            continue
+        pos = w.fill(pos, HEADER_SIZE + length + FOOTER_SIZE)
+        buf = w.buf
+        dend = pos + HEADER_SIZE + length
+        if dend + FOOTER_SIZE <= len(buf) and masked_crc(buf[pos + HEADER_SIZE : dend]) == _U32.unpack_from(buf, dend)[0]:
+            return pos
+        pos += 1
+
+
+class TFRecordReader:
+    """Iterate over the records of one TFRecord file (or open binary stream).
+
+    ``compression``: None (from the file name), "GZIP", "ZLIB" or "" / "NONE".
+    ``on_corrupt``: "raise" (default, like TensorFlow) or "skip" (resync, counted in ``stats``).
+    ``offset``: start at this byte offset (of the uncompressed stream), e.g. from a record index.
+    ``check_crc=False`` skips the data checksum (the length checksum is always checked).
+    """
+
+    def __init__(
+        self,
+        source,
+        compression: str | None = None,
+        on_corrupt: str = "raise",
+        check_crc: bool = True,
+        offset: int = 0,
+        buffer_size: int = 1 << 20,
+        name: str | None = None,
+    ):
+        if on_corrupt not in ("raise", "skip"):
+            raise ValueError("on_corrupt must be 'raise' or 'skip'")
+        if isinstance(source, (str, os.PathLike)):
+            self.path = os.fspath(source)
+            raw = fileio.open_read(self.path)
+        else:
+            self.path = name or getattr(source, "name", "<stream>")
+            raw = source
+        self.compression = _comp.normalize(compression, self.path)
+        self._raw = raw
+        self.stream = raw
+        if self.compression:
+            self.stream = _comp.InflatingReader(raw, self.compression, self.path, buffer_size)
+        if offset:
+            _seek(self.stream, offset, self.path, self.compression)
+        self.offset = offset
+        self.stats = ReadStats()
+        self._skip = on_corrupt == "skip"
+        self._check_crc = check_crc
+        self._buffer_size = buffer_size
+
+    def __iter__(self):
+        return _records(self.stream, self.path, self.offset, self.stats, self._check_crc, self._skip, False, self._buffer_size)
+
+    def with_offsets(self):
+        """Iterate ``(offset, record)`` pairs; offset is where the record's header starts."""
+        return _records(self.stream, self.path, self.offset, self.stats, self._check_crc, self._skip, True, self._buffer_size)
+
+    def close(self) -> None:
+        self._raw.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _seek(stream, offset: int, path: str, compressed: str) -> None:
+    if not compressed and getattr(stream, "seekable", lambda: False)():
+        stream.seek(offset)
+        return
+    left = offset  # compressed (or unseekable) input: read and drop
+    while left:
+        piece = stream.read(min(left, 1 << 20))
+        if not piece:
+            raise TruncatedRecordError(path, offset - left, f"cannot seek to {offset}: input ends first")
+        if len(piece) > left:
+            raise ValueError("stream returned more than asked")
+        left -= len(piece)
+
+
+def read_records(paths, compression: str | None = None, on_corrupt: str = "raise", stats: ReadStats | None = None, **kw):
+    """Yield the records of every file in ``paths`` (globs and directories expanded), in order."""
+    for path in fileio.expand(paths):
+        with TFRecordReader(path, compression, on_corrupt, **kw) as reader:
+            try:
+                yield from reader
+            finally:
+                if stats is not None:
+                    stats.add(reader.stats)
+
+
+def encode_record(data: bytes) -> bytes:
+    """One framed record (header, data, footer) as bytes."""
+    header = _U64.pack(len(data))
+    return header + _U32.pack(masked_crc(header)) + data + _U32.pack(masked_crc(data))
+
+
+class TFRecordWriter:
+    """Write records to a path or binary stream; ``write`` returns the record's offset.
+
+    Records are framed into an in-memory buffer flushed every ``buffer_size`` bytes, then
+    compressed (``compression``: None = from the file name, "GZIP", "ZLIB", "NONE").
+    """
+
+    def __init__(self, dest, compression: str | None = None, buffer_size: int = 1 << 20, level: int = 6, overwrite: bool = True):
+        if isinstance(dest, (str, os.PathLike)):
+            self.path = os.fspath(dest)
+            raw = fileio.open_write(self.path, overwrite=overwrite)
+        else:
+            self.path = getattr(dest, "name", "<stream>")
+            raw = dest
+        self.compression = _comp.normalize(compression, self.path)
+        self._sink = _comp.DeflatingWriter(raw, self.compression, level) if self.compression else raw
+        self._buf = bytearray()
+        self._limit = buffer_size
+        self._lcrc: dict[int, bytes] = {}
+        self.offset = 0  # uncompressed bytes written so far = the next record's offset
+        self.records = 0
+        self._closed = False
+
+    def write(self, data) -> int:
+        length = len(data)
+        header = self._lcrc.get(length)
+        if header is None:
+            h = _U64.pack(length)
+            header = h + _U32.pack(masked_crc(h))
+            if len(self._lcrc) < 65536:
+                self._lcrc[length] = header
+        c = crc32c(data if type(data) is bytes else bytes(data))
+        buf = self._buf
+        buf += header
+        buf += data
+        buf += _U32.pack(((((c >> 15) | (c << 17)) & _M32) + _DELTA) & _M32)
+        at = self.offset
+        self.offset = at + length + 16
+        self.records += 1
+        if len(buf) >= self._limit:
+            self._sink.write(buf)
+            buf.clear()
+        return at
+
+    def write_all(self, records) -> int:
+        for r in records:
+            self.write(r)
+        return self.records
+
+    def flush(self) -> None:
+        if self._buf:
+            self._sink.write(self._buf)
+            self._buf.clear()
+        if hasattr(self._sink, "flush"):
+            self._sink.flush()
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._buf:
+            self._sink.write(self._buf)
+            self._buf.clear()
+        self._sink.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def write_records(path, records, compression: str | None = None, **kw) -> int:
+    """Write an iterable of bytes to ``path``; returns the number of records."""
+    with TFRecordWriter(path, compression, **kw) as writer:
+        return writer.write_all(records)
