@@ -50,5 +50,54 @@ lazy val cluster = (project in file("yarn/cluster"))
   )
 
 lazy val root = (project in file("."))
-  .aggregate(cluster)
+  .aggregate(cluster, tfhadoop)
   .settings(name := "tfhadoop", publish / skip := true)
+
+// The user jar: TFRecord for Hadoop (mapreduce + mapred), Hive and Spark (DataSource V2), Java only,
+// Java 8 bytecode, compiled against Hadoop 3.3 / Spark 3.5 (all provided) so one jar runs on
+// Spark 3.5 and 4.x. Sources live in the area folders connectors/ and spark/.
+val sparkCompileVersion = "3.5.5"
+val hadoopCompileVersion = "3.3.4" // what Spark 3.5 ships; Java 8 bytecode (Hadoop 3.5 is Java 17)
+lazy val copyJar = taskKey[File]("Build the tfhadoop jar and copy it to jars/tfhadoop-<version>.jar")
+
+lazy val tfhadoop = (project in file("target/tfhadoop-build"))
+  .settings(
+    name := "tfhadoop",
+    Compile / unmanagedSourceDirectories := Seq(
+      (ThisBuild / baseDirectory).value / "connectors" / "src" / "main" / "java",
+      (ThisBuild / baseDirectory).value / "spark" / "src" / "main" / "java"),
+    Compile / unmanagedResourceDirectories := Seq(
+      (ThisBuild / baseDirectory).value / "connectors" / "src" / "main" / "resources",
+      (ThisBuild / baseDirectory).value / "spark" / "src" / "main" / "resources"),
+    Test / unmanagedSourceDirectories := Seq(
+      (ThisBuild / baseDirectory).value / "connectors" / "src" / "test" / "java",
+      (ThisBuild / baseDirectory).value / "spark" / "src" / "test" / "java"),
+    Test / unmanagedResourceDirectories := Seq(
+      (ThisBuild / baseDirectory).value / "connectors" / "src" / "test" / "resources"),
+    javacOptions ++= Seq("--release", "8", "-Xlint:-options"),
+    Compile / doc / javacOptions := Seq("-encoding", "UTF-8"),
+    Compile / packageDoc / publishArtifact := false,
+    libraryDependencies ++= Seq(
+      "org.apache.hadoop" % "hadoop-client-api" % hadoopCompileVersion % Provided,
+      "org.apache.hadoop" % "hadoop-client-runtime" % hadoopCompileVersion % Provided,
+      ("org.apache.spark" % "spark-sql_2.12" % sparkCompileVersion % Provided).intransitive(),
+      ("org.apache.spark" % "spark-sql-api_2.12" % sparkCompileVersion % Provided).intransitive(),
+      ("org.apache.spark" % "spark-catalyst_2.12" % sparkCompileVersion % Provided).intransitive(),
+      ("org.apache.spark" % "spark-core_2.12" % sparkCompileVersion % Provided).intransitive(),
+      ("org.apache.spark" % "spark-common-utils_2.12" % sparkCompileVersion % Provided).intransitive(),
+      ("org.apache.spark" % "spark-unsafe_2.12" % sparkCompileVersion % Provided).intransitive(),
+      ("org.scala-lang" % "scala-library" % "2.12.18" % Provided).intransitive(),
+      "commons-logging" % "commons-logging" % "1.2" % Provided,
+      "org.slf4j" % "slf4j-api" % "1.7.36" % Provided,
+      "com.github.sbt" % "junit-interface" % "0.13.3" % Test,
+      "org.slf4j" % "slf4j-simple" % "1.7.36" % Test,
+    ),
+    testOptions += Tests.Argument(TestFrameworks.JUnit, "-q", "-v"),
+    Test / fork := true,
+    copyJar := {
+      val jar = (Compile / packageBin).value
+      val out = (ThisBuild / baseDirectory).value / "jars" / s"tfhadoop-${version.value}.jar"
+      IO.copyFile(jar, out)
+      out
+    },
+  )

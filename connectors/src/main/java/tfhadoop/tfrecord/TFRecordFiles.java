@@ -1,0 +1,84 @@
+package tfhadoop.tfrecord;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.util.zip.GZIPInputStream;
+import java.util.zip.InflaterInputStream;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FSDataInputStream;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.io.compress.CompressionCodec;
+import org.apache.hadoop.io.compress.CompressionCodecFactory;
+
+/**
+ * Opens TFRecord files on any Hadoop FileSystem. Compression is chosen by file extension: .gz and
+ * .deflate/.zlib are decoded with java.util.zip (so GZIP/ZLIB files from TensorFlow read without
+ * native Hadoop libraries); other extensions go through Hadoop's CompressionCodecFactory.
+ * Only uncompressed files can be split.
+ */
+public final class TFRecordFiles {
+  private TFRecordFiles() {}
+
+  /** True when the file is stored uncompressed (and can therefore be split). */
+  public static boolean isUncompressed(Path path, Configuration conf) {
+    String name = path.getName();
+    if (name.endsWith(".gz") || name.endsWith(".deflate") || name.endsWith(".zlib")) {
+      return false;
+    }
+    return new CompressionCodecFactory(conf).getCodec(path) == null;
+  }
+
+  /**
+   * A reader for records starting in [start, start+length) of the file; compressed files are read
+   * whole by the split that starts at 0 (other splits of them are empty).
+   */
+  public static TFRecordReader open(Path path, Configuration conf, long start, long length,
+      TFRecordOptions options) throws IOException {
+    FileSystem fs = path.getFileSystem(conf);
+    String name = path.toString();
+    if (!isUncompressed(path, conf)) {
+      InputStream raw = fs.open(path);
+      if (start > 0) {
+        raw.close();
+        raw = new java.io.ByteArrayInputStream(new byte[0]);
+        return new TFRecordReader(raw, name, 0, 0, 0, options.skipCorrupt, options.maxRecordBytes);
+      }
+      return new TFRecordReader(decompress(path, raw, conf), name, 0, Long.MAX_VALUE, -1,
+          options.skipCorrupt, options.maxRecordBytes);
+    }
+    long fileLength = fs.getFileStatus(path).getLen();
+    FSDataInputStream in = fs.open(path);
+    if (start > 0) {
+      in.seek(start);
+    }
+    long end = length < 0 || start + length >= fileLength ? Long.MAX_VALUE : start + length;
+    return new TFRecordReader(in, name, start, end, fileLength, options.skipCorrupt, options.maxRecordBytes);
+  }
+
+  /** A reader for the whole file. */
+  public static TFRecordReader open(Path path, Configuration conf, TFRecordOptions options) throws IOException {
+    return open(path, conf, 0, -1, options);
+  }
+
+  private static InputStream decompress(Path path, InputStream raw, Configuration conf) throws IOException {
+    String name = path.getName();
+    if (name.endsWith(".gz")) {
+      return new GZIPInputStream(raw, 64 * 1024);
+    }
+    if (name.endsWith(".deflate") || name.endsWith(".zlib")) {
+      return new InflaterInputStream(raw, new java.util.zip.Inflater(false), 64 * 1024);
+    }
+    CompressionCodec codec = new CompressionCodecFactory(conf).getCodec(path);
+    return codec.createInputStream(raw);
+  }
+
+  /** Creates a framed writer on a new file, compressed as {@code compression} says. */
+  public static TFRecordWriter create(Path path, Configuration conf, Compression compression, boolean overwrite)
+      throws IOException {
+    FileSystem fs = path.getFileSystem(conf);
+    OutputStream raw = fs.create(path, overwrite);
+    return new TFRecordWriter(new java.io.BufferedOutputStream(compression.wrap(raw, conf), 64 * 1024));
+  }
+}

@@ -1,0 +1,112 @@
+package tfhadoop.tfrecord;
+
+import java.io.Serializable;
+import java.util.Locale;
+import java.util.Map;
+
+/**
+ * Reader and writer settings, parsed once from a Hadoop Configuration or a Spark option map.
+ * Keys are the same in both places (Spark options also accept the short names in parentheses):
+ * <ul>
+ *   <li>{@code tfrecord.compression} ({@code compression}): gzip | zlib | none, for writing;
+ *   <li>{@code tfrecord.codec} ({@code codec}): a Hadoop codec class, for writing; GzipCodec and
+ *       DefaultCodec/DeflateCodec map to gzip/zlib, any other codec is refused unless
+ *       {@code tfrecord.codec.force} ({@code forceCodec}) is true;
+ *   <li>{@code tfrecord.read.skip.corrupt} ({@code skipCorrupt}): skip corrupt records instead of
+ *       failing;
+ *   <li>{@code tfrecord.read.splittable} ({@code splittable}): split uncompressed files (default
+ *       true);
+ *   <li>{@code tfrecord.read.max.record.bytes} ({@code maxRecordBytes}): largest record accepted.
+ * </ul>
+ * Hadoop's own output-compression settings are deliberately never read.
+ */
+public final class TFRecordOptions implements Serializable {
+  private static final long serialVersionUID = 1L;
+
+  public static final String COMPRESSION = "tfrecord.compression";
+  public static final String CODEC = "tfrecord.codec";
+  public static final String FORCE_CODEC = "tfrecord.codec.force";
+  public static final String SKIP_CORRUPT = "tfrecord.read.skip.corrupt";
+  public static final String SPLITTABLE = "tfrecord.read.splittable";
+  public static final String MAX_RECORD_BYTES = "tfrecord.read.max.record.bytes";
+
+  /** Where option values come from (Configuration::get, Map::get, ...). */
+  public interface Lookup {
+    String get(String key);
+  }
+
+  public final Compression compression;
+  public final boolean skipCorrupt;
+  public final boolean splittable;
+  public final long maxRecordBytes;
+
+  private TFRecordOptions(Compression compression, boolean skipCorrupt, boolean splittable, long maxRecordBytes) {
+    this.compression = compression;
+    this.skipCorrupt = skipCorrupt;
+    this.splittable = splittable;
+    this.maxRecordBytes = maxRecordBytes;
+  }
+
+  public static TFRecordOptions defaults() {
+    return new TFRecordOptions(Compression.NONE, false, true, Integer.MAX_VALUE - 64);
+  }
+
+  /** Parses the options; the short (Spark) name is consulted when the full key is absent. */
+  public static TFRecordOptions parse(Lookup lookup) {
+    String compression = first(lookup, COMPRESSION, "compression");
+    String codec = first(lookup, CODEC, "codec");
+    boolean force = bool(first(lookup, FORCE_CODEC, "forceCodec"), false, FORCE_CODEC);
+    Compression c = Compression.resolve(compression, codec, force);
+    boolean skip = bool(first(lookup, SKIP_CORRUPT, "skipCorrupt"), false, SKIP_CORRUPT);
+    boolean split = bool(first(lookup, SPLITTABLE, "splittable"), true, SPLITTABLE);
+    String max = first(lookup, MAX_RECORD_BYTES, "maxRecordBytes");
+    long maxBytes = Integer.MAX_VALUE - 64;
+    if (max != null) {
+      try {
+        maxBytes = Long.parseLong(max.trim());
+      } catch (NumberFormatException e) {
+        throw new IllegalArgumentException("option " + MAX_RECORD_BYTES + " must be a number of bytes, got '" + max + "'");
+      }
+    }
+    return new TFRecordOptions(c, skip, split, maxBytes);
+  }
+
+  public static TFRecordOptions parse(final Map<String, String> map) {
+    return parse(new Lookup() {
+      @Override
+      public String get(String key) {
+        String v = map.get(key);
+        if (v == null) {
+          for (Map.Entry<String, String> e : map.entrySet()) {
+            if (e.getKey().equalsIgnoreCase(key)) {
+              return e.getValue();
+            }
+          }
+        }
+        return v;
+      }
+    });
+  }
+
+  private static String first(Lookup lookup, String key, String shortKey) {
+    String v = lookup.get(key);
+    if (v == null || v.trim().isEmpty()) {
+      v = lookup.get(shortKey);
+    }
+    return v == null || v.trim().isEmpty() ? null : v.trim();
+  }
+
+  private static boolean bool(String v, boolean dflt, String key) {
+    if (v == null) {
+      return dflt;
+    }
+    switch (v.toLowerCase(Locale.ROOT)) {
+      case "true":
+        return true;
+      case "false":
+        return false;
+      default:
+        throw new IllegalArgumentException("option " + key + " must be true or false, got '" + v + "'");
+    }
+  }
+}
