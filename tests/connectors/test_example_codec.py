@@ -1,0 +1,171 @@
+"""tf.train.Example / SequenceExample without TensorFlow, checked against TensorFlow."""
+from __future__ import annotations
+
+import math
+import struct
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tfhadoop.connectors import example as ex
+from tfhadoop.connectors import example_wire as wire
+
+FEATURES = {
+    "id": [7],
+    "big": [-(1 << 63), (1 << 63) - 1, -1, 0, 300],
+    "score": [0.1, -2.5, float("inf"), 1e-30],
+    "name": [b"caf\xc3\xa9", b"", b"\x00\xff"],
+    "empty_int": ("int64", []),
+    "empty_float": ("float", []),
+    "empty_bytes": ("bytes", []),
+    "unset": [],
+    "n\u00e4me with space": [b"x"],
+}
+
+
+def _f32(values):
+    return [struct.unpack("<f", struct.pack("<f", v))[0] for v in values]
+
+
+def _tf_example(features):
+    import tensorflow as tf
+
+    m = tf.train.Example()
+    m.features.SetInParent()
+    for name, values in features.items():
+        kind, vals = values if isinstance(values, tuple) else (None, values)
+        f = m.features.feature[name]
+        if kind == "int64" or (kind is None and vals and isinstance(vals[0], int)):
+            f.int64_list.value.extend(vals)
+            f.int64_list.SetInParent()
+        elif kind == "float" or (kind is None and vals and isinstance(vals[0], float)):
+            f.float_list.value.extend(vals)
+            f.float_list.SetInParent()
+        elif kind == "bytes" or (kind is None and vals):
+            f.bytes_list.value.extend(vals)
+            f.bytes_list.SetInParent()
+    return m
+
+
+def _expected(features):
+    out = {}
+    for name, values in features.items():
+        vals = values[1] if isinstance(values, tuple) else values
+        out[name] = _f32(vals) if vals and isinstance(vals[0], float) else list(vals)
+    return out
+
+
+def test_bytes_identical_to_tensorflow():
+    m = _tf_example(FEATURES)
+    assert ex.encode_example(FEATURES) == m.SerializeToString()
+    assert ex.encode_example(FEATURES, deterministic=True) == m.SerializeToString(deterministic=True)
+    # The hand codec orders entries by name; TensorFlow parses it to the same message.
+    import tensorflow as tf
+
+    assert tf.train.Example.FromString(wire.encode_example(FEATURES)) == m
+    for name, values in FEATURES.items():  # one feature: no ordering question, bytes must match
+        one = _tf_example({name: values}).SerializeToString()
+        assert wire.encode_example({name: values}) == one == ex.encode_example({name: values})
+
+
+@pytest.mark.parametrize("codec", [ex, wire])
+def test_decodes_tensorflow_bytes(codec):
+    data = _tf_example(FEATURES).SerializeToString()
+    assert codec.decode_example(data) == _expected(FEATURES)
+    typed = codec.decode_example(data, typed=True)
+    assert typed["empty_float"] == ("float", []) and typed["unset"] == (None, [])
+    assert typed["big"] == ("int64", FEATURES["big"])
+
+
+def test_tensorflow_parses_what_we_encode():
+    import tensorflow as tf
+
+    data = ex.encode_example({"id": np.array([3, 4]), "score": np.float32(0.5), "name": "héllo", "v": [1.0, 2.0, 3.0]})
+    spec = {
+        "id": tf.io.FixedLenFeature([2], tf.int64),
+        "score": tf.io.FixedLenFeature([], tf.float32),
+        "name": tf.io.FixedLenFeature([], tf.string),
+        "v": tf.io.VarLenFeature(tf.float32),
+    }
+    got = tf.io.parse_single_example(data, spec)
+    assert got["id"].numpy().tolist() == [3, 4]
+    assert got["score"].numpy() == np.float32(0.5)
+    assert got["name"].numpy().decode() == "héllo"
+    assert got["v"].values.numpy().tolist() == [1.0, 2.0, 3.0]
+
+
+def test_nan_and_json_mapping_match_tensorflow():
+    from google.protobuf import json_format
+
+    feats = dict(FEATURES, nan=[float("nan"), float("-inf")])
+    m = _tf_example(feats)
+    ours = ex.to_json_dict(m.SerializeToString())
+    assert ours == json_format.MessageToDict(m)
+    assert ours["features"]["feature"]["big"] == {"int64List": {"value": [str(v) for v in FEATURES["big"]]}}
+    assert ours["features"]["feature"]["name"]["bytesList"]["value"][1] == ""
+    assert ours["features"]["feature"]["nan"]["floatList"]["value"] == ["NaN", "-Infinity"]
+    decoded = ex.decode_example(m.SerializeToString())["nan"]
+    assert math.isnan(decoded[0]) and decoded[1] == float("-inf")
+
+
+def test_sequence_example_both_ways():
+    import tensorflow as tf
+    from google.protobuf import json_format
+
+    context = {"user": [b"u1"], "age": [33]}
+    lists = {"clicks": [[1, 2], [], [3]], "dwell": [[0.5], [1.5]], "words": [[b"a", b"b"], [b"c"]]}
+    data = ex.encode_sequence_example(context, lists)
+    m = tf.train.SequenceExample.FromString(data)
+    assert [list(f.int64_list.value) for f in m.feature_lists.feature_list["clicks"].feature] == [[1, 2], [], [3]]
+    assert m.feature_lists.feature_list["clicks"].feature[1].HasField("int64_list")
+    ctx, seq = tf.io.parse_single_sequence_example(
+        data,
+        context_features={"user": tf.io.FixedLenFeature([], tf.string), "age": tf.io.FixedLenFeature([], tf.int64)},
+        sequence_features={"clicks": tf.io.RaggedFeature(tf.int64), "dwell": tf.io.FixedLenSequenceFeature([], tf.float32)},
+    )
+    assert seq["clicks"].to_list() == [[1, 2], [], [3]] and ctx["age"].numpy() == 33
+    assert seq["dwell"].numpy().tolist() == [0.5, 1.5]
+    for codec in (ex, wire):
+        c, s = codec.decode_sequence_example(m.SerializeToString())
+        assert c == context and s == lists
+    assert tf.train.SequenceExample.FromString(wire.encode_sequence_example(context, lists)) == m
+    assert ex.to_json_dict(data, "SequenceExample") == json_format.MessageToDict(m)
+
+
+def test_bad_values_and_bad_bytes():
+    with pytest.raises(TypeError):
+        ex.encode_example({"x": [object()]})
+    with pytest.raises(TypeError):
+        wire.encode_example({"x": [None]})
+    for codec in (ex, wire):
+        with pytest.raises(ex.ExampleDecodeError):
+            codec.decode_example(b"\x0a\x05\x0a\x03")
+
+
+_values = st.one_of(
+    st.lists(st.integers(-(1 << 63), (1 << 63) - 1), max_size=5),
+    st.lists(st.floats(width=32, allow_nan=False), min_size=1, max_size=5),
+    st.lists(st.binary(max_size=8), min_size=1, max_size=5),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.text(max_size=6), _values, max_size=6))
+def test_codecs_agree(features):
+    a, b = ex.encode_example(features), wire.encode_example(features)
+    expected = {k: list(v) for k, v in features.items()}
+    for data in (a, b):
+        assert ex.decode_example(data) == expected == wire.decode_example(data)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.binary(max_size=200))
+def test_garbage_decodes_or_raises_cleanly(data):
+    for codec in (ex, wire):
+        for fn in (codec.decode_example, codec.decode_sequence_example):
+            try:
+                fn(data)
+            except ex.ExampleDecodeError:
+                pass
