@@ -62,7 +62,14 @@ def _fill(feature, values, kind=None) -> None:
     try:
         target.value.extend(values)
     except TypeError as exc:
-        raise TypeError(f"cannot store {values!r} as {kind}: {exc}") from None
+        try:  # bools (and numpy bools) are int64 features; upb wants real ints
+            conv = int if kind == INT64 else float if kind == FLOAT else None
+            if conv is None or not all(isinstance(v, (bool, int, float)) or hasattr(v, "dtype") for v in values):
+                raise TypeError
+            del target.value[:]  # extend may have taken a prefix before failing
+            target.value.extend([conv(v) for v in values])
+        except (TypeError, ValueError):
+            raise TypeError(f"cannot store {values!r} as {kind}: {exc}") from None
     if not values:
         target.SetInParent()  # an empty list still says which kind it is
 
