@@ -87,6 +87,7 @@ lazy val tfhadoop = (project in file("target/tfhadoop-build"))
       ("org.apache.spark" % "spark-common-utils_2.12" % sparkCompileVersion % Provided).intransitive(),
       ("org.apache.spark" % "spark-unsafe_2.12" % sparkCompileVersion % Provided).intransitive(),
       ("org.scala-lang" % "scala-library" % "2.12.18" % Provided).intransitive(),
+      ("com.esotericsoftware" % "kryo-shaded" % "4.0.2" % Provided).intransitive(), // UTF8String implements KryoSerializable
       "commons-logging" % "commons-logging" % "1.2" % Provided,
       "org.slf4j" % "slf4j-api" % "1.7.36" % Provided,
       "com.github.sbt" % "junit-interface" % "0.13.3" % Test,
