@@ -15,6 +15,7 @@ import sys
 # the subcommand with its own arguments and ``set_defaults(func=...)``.
 COMMANDS = {
     "cluster": ("tfhadoop.yarn.cluster_cli", "run the embedded single-host Hadoop cluster (HDFS + YARN)"),
+    "records": ("tfhadoop.connectors.records_cli", "read, inspect and verify TFRecord files"),
 }
 
 

@@ -1,0 +1,337 @@
+"""``tfhadoop records cat | head | count | schema | verify PATH...``: look inside TFRecord files.
+
+PATHs are local files, ``hdfs://`` or fsspec URLs, globs (``'hdfs:///data/part-*'``) or
+directories (their visible files, recursively). Compression comes from the extension
+(``.gz``, ``.zz``/``.zlib``) unless ``--compression`` says otherwise. Nothing here imports
+TensorFlow, so every command starts in well under a second.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+
+from tfhadoop.cli import CommandError
+
+RECORD_TYPES = ("auto", "Example", "SequenceExample", "bytes")
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "records",
+        help="read, inspect and verify TFRecord files",
+        description=__doc__.split("\n\n", 1)[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = p.add_subparsers(dest="records_command", metavar="ACTION", required=True)
+
+    def common(sp, record_type=False):
+        sp.add_argument("paths", nargs="+", metavar="PATH", help="files, directories, globs, hdfs:// or fsspec URLs")
+        sp.add_argument("--compression", default="auto", choices=["auto", "none", "gzip", "zlib"], type=str.lower,
+                        help="whole-file compression (default: from the extension)")
+        sp.add_argument("--skip-corrupt", action="store_true",
+                        help="resync past damaged records and report them instead of stopping at the first")
+        if record_type:
+            sp.add_argument("--record-type", default="auto", choices=RECORD_TYPES,
+                            help="how to decode records (default auto: SequenceExample if it has feature "
+                                 "lists, else Example); bytes prints {len, sha256}")
+        return sp
+
+    cat = common(sub.add_parser("cat", help="print every record as one JSON object per line",
+                                description="Print each record as one JSON line: Examples and SequenceExamples in "
+                                            "protobuf's JSON mapping (as json_format.MessageToDict gives it: camelCase "
+                                            "keys, int64 as strings, bytes base64), raw records as {len, sha256}."),
+                 record_type=True)
+    cat.add_argument("-n", "--limit", type=int, default=None, help="stop after N records")
+    cat.set_defaults(func=_cat)
+
+    head = common(sub.add_parser("head", help="print the first records (10 by default) as JSON lines"), record_type=True)
+    head.add_argument("-n", "--limit", type=int, default=10, help="number of records (default 10)")
+    head.set_defaults(func=_cat)
+
+    count = common(sub.add_parser("count", help="count records (checking every checksum)"))
+    count.add_argument("--per-file", action="store_true", help="print a count per file before the total")
+    count.add_argument("--no-progress", action="store_true", help="no progress bar even on a terminal")
+    count.set_defaults(func=_count)
+
+    schema = common(sub.add_parser("schema", help="infer the Arrow schema and the tf.io parse spec",
+                                   description="Decode records and print, as JSON, the Arrow schema inferred from all "
+                                               "of them (or the first --limit) and the feature spec for "
+                                               "tf.io.parse_example derived from it."), record_type=True)
+    schema.add_argument("-n", "--limit", type=int, default=None, help="look at the first N records only")
+    schema.add_argument("--no-progress", action="store_true", help="no progress bar even on a terminal")
+    schema.set_defaults(func=_schema)
+
+    verify = common(sub.add_parser("verify", help="check every record's checksums",
+                                   description="Read every record and check both checksums. Exits 1 naming the first "
+                                               "damaged file and byte offset (offsets as TensorFlow reports them). With "
+                                               "--skip-corrupt, reads on through damage and reports per-file counts of "
+                                               "skipped records and bytes (still exit 1 if anything was damaged)."))
+    verify.add_argument("--no-progress", action="store_true", help="no progress bar even on a terminal")
+    verify.set_defaults(func=_verify)
+
+
+# ------------------------------------------------------------------------------------ helpers
+
+
+def _files(args) -> list[str]:
+    from tfhadoop.connectors import fileio
+
+    try:
+        return fileio.expand(args.paths)
+    except FileNotFoundError as exc:
+        raise CommandError(str(exc)) from None
+    except OSError as exc:
+        raise CommandError(str(exc)) from None
+
+
+def _compression(args):
+    return None if args.compression == "auto" else args.compression
+
+
+def _reader(path, args):
+    from tfhadoop.connectors.tfrecord import TFRecordReader
+
+    try:
+        return TFRecordReader(path, _compression(args), on_corrupt="skip" if args.skip_corrupt else "raise")
+    except FileNotFoundError as exc:
+        raise CommandError(f"{path}: no such file" if str(exc).find(path) < 0 else str(exc)) from None
+    except OSError as exc:
+        raise CommandError(str(exc)) from None
+
+
+class _Progress:
+    """A bytes progress bar on stderr, only when stdout is a terminal (and tqdm is there)."""
+
+    def __init__(self, files, args, enabled=True):
+        self.bar = None
+        if not enabled or getattr(args, "no_progress", False) or not sys.stdout.isatty():
+            return
+        try:
+            from tqdm import tqdm
+
+            from tfhadoop.connectors import compression as comp
+            from tfhadoop.connectors import fileio
+        except ImportError:
+            return
+        total = 0
+        for f in files:
+            size = fileio.size(f) if not comp.normalize(_compression(args), f) else None
+            if size is None:
+                total = None
+                break
+            total += size
+        self.bar = tqdm(total=total, unit="B", unit_scale=True, file=sys.stderr, leave=False, dynamic_ncols=True)
+
+    def update(self, n):
+        if self.bar is not None:
+            self.bar.update(n)
+
+    def file(self, path):
+        if self.bar is not None:
+            self.bar.set_postfix_str(os.path.basename(path), refresh=False)
+
+    def close(self):
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _iterate(files, args, progress=None, stats=None):
+    """(path, offset, record) over all files, damage turned into CommandError (or skipped)."""
+    from tfhadoop.connectors.errors import TFRecordError
+
+    for path in files:
+        reader = _reader(path, args)
+        if progress:
+            progress.file(path)
+        try:
+            pending = 0
+            for offset, data in reader.with_offsets():
+                if progress is not None:
+                    pending += len(data) + 16
+                    if pending > 1 << 20:
+                        progress.update(pending)
+                        pending = 0
+                yield path, offset, data
+            if progress is not None:
+                progress.update(pending)
+        except TFRecordError as exc:
+            raise CommandError(str(exc)) from None
+        except OSError as exc:
+            raise CommandError(f"{path}: {exc}") from None
+        finally:
+            reader.close()
+            if stats is not None:
+                stats[path] = reader.stats
+
+
+def _record_type(data: bytes, wanted: str) -> str:
+    if wanted != "auto":
+        return wanted
+    from tfhadoop.connectors import example_proto as pb
+
+    try:
+        m = pb.SequenceExample.FromString(data)
+    except Exception:  # noqa: BLE001 - not a protobuf at all
+        return "bytes?"
+    return "SequenceExample" if m.HasField("feature_lists") else "Example"
+
+
+def _as_json(data: bytes, record_type: str, path: str, offset: int) -> dict:
+    if record_type == "bytes":
+        return {"len": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    from tfhadoop.connectors.example import ExampleDecodeError, to_json_dict
+
+    if record_type == "bytes?":
+        raise CommandError(f"{path}: the record at {offset} is not a serialized Example or SequenceExample; "
+                           "use --record-type bytes")
+    try:
+        return to_json_dict(data, record_type)
+    except ExampleDecodeError as exc:
+        raise CommandError(f"{path}: the record at {offset} is not a serialized {record_type} ({exc}); "
+                           "use --record-type bytes") from None
+
+
+def _guard_pipe(fn):
+    """`tfhadoop records cat ... | head` closes the pipe early: end quietly, exit 0."""
+
+    def run(args):
+        try:
+            return fn(args)
+        except BrokenPipeError:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            return 0
+
+    return run
+
+
+# ------------------------------------------------------------------------------------ commands
+
+
+@_guard_pipe
+def _cat(args) -> int:
+    files = _files(args)
+    out = sys.stdout
+    limit = args.limit
+    n = 0
+    stats = {}
+    if limit is not None and limit <= 0:
+        return 0
+    for path, offset, data in _iterate(files, args, stats=stats):
+        obj = _as_json(data, _record_type(data, args.record_type), path, offset)
+        out.write(json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n")
+        n += 1
+        if limit is not None and n >= limit:
+            break
+    out.flush()
+    _report_skips(stats)
+    return 0
+
+
+def _report_skips(stats) -> None:
+    for path, st in stats.items():
+        if st.skipped_records:
+            print(f"{path}: skipped {st.skipped_records} damaged record(s), {st.skipped_bytes} bytes", file=sys.stderr)
+
+
+@_guard_pipe
+def _count(args) -> int:
+    files = _files(args)
+    progress = _Progress(files, args)
+    stats = {}
+    total = 0
+    try:
+        for path in files:
+            n = sum(1 for _ in _iterate([path], args, progress, stats))
+            total += n
+            if args.per_file:
+                print(f"{n}\t{path}")
+    finally:
+        progress.close()
+    print(total)
+    _report_skips(stats)
+    return 0
+
+
+def _schema(args) -> int:
+    from tfhadoop.connectors import arrow as ar
+    from tfhadoop.connectors.example import ExampleDecodeError
+
+    files = _files(args)
+    progress = _Progress(files, args)
+    records, kind = [], None
+    try:
+        for path, offset, data in _iterate(files, args, progress):
+            k = _record_type(data, args.record_type)
+            if k == "bytes":
+                raise CommandError("schema needs Example or SequenceExample records")
+            if kind is None:
+                kind = k
+            elif k != kind and args.record_type == "auto":
+                kind = "SequenceExample" if "SequenceExample" in (k, kind) else kind
+            if k == "bytes?":
+                raise CommandError(f"{path}: the record at {offset} is not a serialized Example or SequenceExample")
+            records.append(data)
+            if args.limit is not None and len(records) >= args.limit:
+                break
+    finally:
+        progress.close()
+    kind = kind if kind in ("Example", "SequenceExample") else "Example"
+    try:
+        schema = ar.infer_schema(records, kind)
+    except (ExampleDecodeError, ValueError) as exc:
+        raise CommandError(f"cannot infer a schema: {exc}") from None
+    doc = {
+        "record_type": kind,
+        "records": len(records),
+        "files": len(files),
+        "arrow_schema": [
+            {"name": f.name, "type": str(f.type), "nullable": f.nullable}
+            for f in schema
+        ],
+        "parse_spec": ar.feature_spec(schema, kind),
+    }
+    print(json.dumps(doc, indent=2))
+    return 0
+
+
+def _verify(args) -> int:
+    from tfhadoop.connectors.errors import TFRecordError
+
+    files = _files(args)
+    progress = _Progress(files, args)
+    damaged, total = 0, 0
+    try:
+        for path in files:
+            reader = _reader(path, args)
+            progress.file(path)
+            try:
+                n = 0
+                for data in reader:
+                    n += 1
+                    if not n & 0x3FF:
+                        progress.update((len(data) + 16) << 10)
+            except TFRecordError as exc:
+                progress.close()
+                raise CommandError(str(exc)) from None
+            except OSError as exc:
+                raise CommandError(f"{path}: {exc}") from None
+            finally:
+                reader.close()
+            st = reader.stats
+            total += st.records
+            if st.skipped_records:
+                damaged += 1
+                where = ", ".join(f"{e.kind} at {e.offset}" for e in st.corruptions[:5])
+                more = " ..." if st.skipped_records > 5 else ""
+                print(f"DAMAGED {path}: {st.records} good records, skipped {st.skipped_records} damaged record(s), "
+                      f"{st.skipped_bytes} bytes ({where}{more})")
+            else:
+                print(f"OK {path}: {st.records} records, {st.bytes} payload bytes")
+    finally:
+        progress.close()
+    print(f"{len(files)} file(s), {total} good records, {damaged} damaged file(s)")
+    return 1 if damaged else 0
