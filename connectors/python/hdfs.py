@@ -325,7 +325,7 @@ def filesystem(url: str, backend: str | None = None):
             try:
                 fs = _make(kind, base)
                 fs.check()
-            except (ImportError, OSError, ValueError) as exc:
+            except Exception as exc:  # noqa: BLE001 - ImportError, OSError, CommandError (no conf)
                 errors.append(f"{kind}: {exc}")
                 continue
             _CACHE[key] = fs

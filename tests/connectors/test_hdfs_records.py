@@ -1,0 +1,78 @@
+"""TFRecords on the embedded cluster's HDFS, through both clients, and a dead NameNode."""
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from tfhadoop.cli import main
+from tfhadoop.connectors import hdfs
+from tfhadoop.connectors.index import build_index, load_index
+from tfhadoop.connectors.tfrecord import read_records, write_records
+
+RECORDS = [os.urandom(i * 37 % 5000) for i in range(300)] + [os.urandom(3 << 20)]
+
+
+@pytest.mark.cluster
+@pytest.mark.parametrize("backend", hdfs.BACKENDS)
+def test_write_read_glob_index(hadoop_cluster, backend, monkeypatch):
+    monkeypatch.setenv(hdfs.ENV, backend)
+    base = hadoop_cluster.hdfs_url(f"/tfhadoop-tests/records-{backend}")
+    for name in ("part-0.tfrecord", "part-1.tfrecord.gz"):
+        write_records(f"{base}/{name}", RECORDS)
+    fs = hdfs.filesystem(base)
+    assert fs.name == {"native": "hdfs-native", "webhdfs": "webhdfs"}[backend]
+    assert list(read_records(f"{base}/part-1.tfrecord.gz")) == RECORDS
+    assert fs.expand(f"{base}/part-*") == [f"{base}/part-0.tfrecord", f"{base}/part-1.tfrecord.gz"]
+    assert len(list(read_records(base))) == 2 * len(RECORDS)  # a directory = its files
+    # hdfs:///path resolves the NameNode from fs.defaultFS
+    path_only = "hdfs:///tfhadoop-tests/records-%s/part-0.tfrecord" % backend
+    assert list(read_records(path_only)) == RECORDS
+    idx = build_index(f"{base}/part-0.tfrecord")
+    assert load_index(f"{base}/part-0.tfrecord").record(250) == RECORDS[250]
+    assert list(idx.read(299, 301)) == RECORDS[299:]
+    with pytest.raises(FileNotFoundError):
+        list(read_records(f"{base}/missing.tfrecord"))
+
+
+@pytest.mark.cluster
+def test_cli_on_hdfs(hadoop_cluster, capsys):
+    url = hadoop_cluster.hdfs_url("/tfhadoop-tests/cli/data.tfrecord.gz")
+    write_records(url, RECORDS)
+    assert main(["records", "count", hadoop_cluster.hdfs_url("/tfhadoop-tests/cli/*.gz")]) == 0
+    assert capsys.readouterr().out.strip() == str(len(RECORDS))
+    assert main(["records", "verify", url]) == 0
+    assert f"OK {url}: {len(RECORDS)} records" in capsys.readouterr().out
+
+
+@pytest.mark.cluster
+def test_falls_back_to_webhdfs(hadoop_cluster, monkeypatch):
+    monkeypatch.delenv(hdfs.ENV, raising=False)
+    hdfs._CACHE.clear()
+
+    def refuse(self):
+        raise ConnectionRefusedError("RPC port closed")
+
+    monkeypatch.setattr(hdfs.NativeFS, "check", refuse)
+    url = hadoop_cluster.hdfs_url("/tfhadoop-tests/fallback.tfrecord")
+    write_records(url, RECORDS[:5])
+    assert hdfs.filesystem(url).name == "webhdfs"
+    assert list(read_records(url)) == RECORDS[:5]
+    hdfs._CACHE.clear()
+
+
+@pytest.mark.parametrize("backend", [None, "native"])
+def test_dead_namenode_fails_fast_and_says_where(backend, monkeypatch):
+    monkeypatch.delenv(hdfs.ENV, raising=False)
+    t = time.monotonic()
+    with pytest.raises(hdfs.HdfsError, match=r"hdfs://127\.0\.0\.1:9"):
+        hdfs.filesystem("hdfs://127.0.0.1:9/x.tfrecord", backend)
+    assert time.monotonic() - t < 10
+
+
+def test_dead_namenode_in_cli(capsys):
+    t = time.monotonic()
+    assert main(["records", "count", "hdfs://127.0.0.1:9/data/*.tfrecord"]) == 1
+    assert "127.0.0.1:9" in capsys.readouterr().err
+    assert time.monotonic() - t < 10
