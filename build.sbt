@@ -88,6 +88,10 @@ lazy val tfhadoop = (project in file("target/tfhadoop-build"))
       ("org.apache.spark" % "spark-unsafe_2.12" % sparkCompileVersion % Provided).intransitive(),
       ("org.scala-lang" % "scala-library" % "2.12.18" % Provided).intransitive(),
       ("com.esotericsoftware" % "kryo-shaded" % "4.0.2" % Provided).intransitive(), // UTF8String implements KryoSerializable
+      ("org.apache.hive" % "hive-serde" % "2.3.10" % Provided).intransitive(),
+      ("org.apache.hive" % "hive-exec" % "2.3.10" % Provided).classifier("core").intransitive(),
+      ("org.apache.hive" % "hive-common" % "2.3.10" % Provided).intransitive(),
+      ("org.apache.hive" % "hive-storage-api" % "2.8.1" % Provided).intransitive(),
       "commons-logging" % "commons-logging" % "1.2" % Provided,
       "org.slf4j" % "slf4j-api" % "1.7.36" % Provided,
       "com.github.sbt" % "junit-interface" % "0.13.3" % Test,

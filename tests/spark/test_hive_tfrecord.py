@@ -1,0 +1,54 @@
+"""Hive tables STORED AS TFRecord (tfhadoop SerDe + mapred formats) through Spark's Hive support on
+the embedded cluster: create, INSERT ... SELECT from Parquet, SELECT back, TensorFlow reads the files."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+
+tf = pytest.importorskip("tensorflow")
+
+STORED_AS = ("ROW FORMAT SERDE 'tfhadoop.hive.TFRecordSerDe' "
+             "STORED AS INPUTFORMAT 'tfhadoop.mapred.TFRecordInputFormat' "
+             "OUTPUTFORMAT 'tfhadoop.hive.TFRecordHiveOutputFormat'")
+
+
+def test_hive_table_stored_as_tfrecord(spark, tmp_path):
+    spark.sql("DROP TABLE IF EXISTS tfr_src")
+    spark.sql("DROP TABLE IF EXISTS tfr_hive")
+    spark.sql("DROP TABLE IF EXISTS tfr_hive_local")
+    rows = [(i, f"name{i}", i * 0.5, float(i) * 2, i % 2 == 0, [i, i + 1], [f"t{i}"]) for i in range(25)]
+    rows.append((100, None, None, None, None, None, None))
+    spark.createDataFrame(rows, "id bigint, name string, score float, d double, ok boolean, "
+                                "ids array<bigint>, tags array<string>").write.mode("overwrite").format(
+        "parquet").saveAsTable("tfr_src")
+    cols = "id BIGINT, name STRING, score FLOAT, d DOUBLE, ok BOOLEAN, ids ARRAY<BIGINT>, tags ARRAY<STRING>"
+    spark.sql(f"CREATE TABLE tfr_hive ({cols}) {STORED_AS}")
+    spark.sql("INSERT INTO tfr_hive SELECT * FROM tfr_src")
+    got = {r["id"]: r for r in spark.sql("SELECT * FROM tfr_hive").collect()}
+    assert len(got) == 26
+    for r in rows:
+        g = got[r[0]]
+        assert (g["name"], g["score"], g["d"], g["ok"], g["ids"], g["tags"]) == r[1:]
+    assert spark.sql("SELECT sum(id) FROM tfr_hive WHERE ok").collect()[0][0] == sum(i for i in range(25) if i % 2 == 0)
+
+    # the same through a table whose files TensorFlow can open (local location)
+    loc = tmp_path / "hive_tfr"
+    spark.sql(f"CREATE TABLE tfr_hive_local ({cols}) {STORED_AS} LOCATION 'file://{loc}'")
+    spark.sql("INSERT OVERWRITE TABLE tfr_hive_local SELECT * FROM tfr_src")
+    files = [str(p) for p in loc.rglob("*") if p.is_file() and not p.name.startswith((".", "_"))]
+    assert files
+    seen = {}
+    for rec in tf.data.TFRecordDataset(files):
+        ex = tf.train.Example.FromString(rec.numpy()).features.feature
+        seen[ex["id"].int64_list.value[0]] = ex
+    assert len(seen) == 26
+    ex = seen[3]
+    assert ex["name"].bytes_list.value == [b"name3"]
+    assert ex["score"].float_list.value == [np.float32(1.5)]
+    assert list(ex["ids"].int64_list.value) == [3, 4]
+    assert ex["ok"].int64_list.value == [0]
+    assert set(seen[100].keys()) == {"id"}
+    # and the Spark data source reads the Hive table's files too
+    assert spark.read.format("tfrecord").load(f"file://{loc}").count() == 26
