@@ -4,6 +4,8 @@ session, started from a fresh state dir, or the cluster named by HADOOP_CONF_DIR
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,7 +38,8 @@ def hadoop_cluster(tmp_path_factory):
     if os.environ.get("HADOOP_CONF_DIR"):
         yield ClusterHandle(hadoop.use_cluster(), None, None)
         return
-    state = Path(os.environ.get("TFHADOOP_TEST_STATE_DIR") or tmp_path_factory.mktemp("cluster"))
+    # Outside pytest's numbered tmp dirs: concurrent pytest runs prune each other's old ones.
+    state = Path(os.environ.get("TFHADOOP_TEST_STATE_DIR") or tempfile.mkdtemp(prefix="tfhadoop-test-cluster-"))
     cluster = EmbeddedCluster(state)
     cluster.up()
     os.environ[hadoop.STATE_DIR_ENV] = str(cluster.state_dir)
@@ -44,6 +47,8 @@ def hadoop_cluster(tmp_path_factory):
         yield ClusterHandle(hadoop.use_cluster(cluster.state_dir), cluster.state_dir, cluster)
     finally:
         cluster.down()
+        if not os.environ.get("TFHADOOP_TEST_STATE_DIR"):
+            shutil.rmtree(state, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -28,8 +28,13 @@ def _python_env() -> None:
 
 
 def builder(app_name: str = "tfhadoop", master: str | None = None, hive: bool = False,
-            state_dir: Path | None = None, extra_conf: dict | None = None):
-    """A SparkSession.Builder for the cluster in use. ``master`` defaults to ``local[2]``."""
+            state_dir: Path | None = None, extra_conf: dict | None = None, metastore_dir: Path | None = None):
+    """A SparkSession.Builder for the cluster in use. ``master`` defaults to ``local[2]``.
+
+    With ``hive``, the embedded Derby metastore lives in ``metastore_dir`` (default: the cluster
+    state dir's ``metastore/``). Embedded Derby admits one JVM at a time: two concurrent Spark
+    applications need different metastore dirs (or a real metastore service via hive-site.xml).
+    """
     from pyspark.sql import SparkSession
 
     _python_env()
@@ -42,19 +47,21 @@ def builder(app_name: str = "tfhadoop", master: str | None = None, hive: bool = 
     if jar:
         b = b.config("spark.jars", jar)
     if hive:
-        b = _with_hive(b, conf, state_dir)
+        b = _with_hive(b, conf, state_dir, metastore_dir)
     for key, value in (extra_conf or {}).items():
         b = b.config(key, value)
     return b
 
 
-def _with_hive(b, conf: hadoop.HadoopConf, state_dir: Path | None):
+def _with_hive(b, conf: hadoop.HadoopConf, state_dir: Path | None, metastore_dir: Path | None):
     """Hive support: Derby metastore in a local dir, warehouse on the cluster's default FS."""
-    if hadoop.is_embedded() or os.environ.get("TFHADOOP_STATE_DIR") or state_dir:
-        base = Path(state_dir) if state_dir else hadoop.default_state_dir()
+    if metastore_dir or os.environ.get("TFHADOOP_METASTORE_DIR"):
+        meta = Path(metastore_dir or os.environ["TFHADOOP_METASTORE_DIR"])
+    elif state_dir or os.environ.get(hadoop.STATE_DIR_ENV) or not os.environ.get("HADOOP_CONF_DIR"):
+        meta = Path(state_dir or hadoop.default_state_dir()) / "metastore"
     else:
-        base = Path.home() / ".tfhadoop" / "hive"
-    meta = base / "metastore"
+        meta = Path.home() / ".tfhadoop" / "hive" / "metastore"
+    meta = meta.resolve()
     meta.mkdir(parents=True, exist_ok=True)
     warehouse = conf.default_fs.rstrip("/") + "/user/hive/warehouse"
     return (b.enableHiveSupport()

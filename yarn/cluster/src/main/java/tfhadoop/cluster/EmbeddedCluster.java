@@ -92,7 +92,7 @@ public final class EmbeddedCluster {
 
   private void start() throws Exception {
     File hdfsDir = new File(opts.stateDir, "hdfs");
-    boolean format = !new File(hdfsDir, "name1/current/VERSION").exists();
+    boolean format = !hasNameNodeStorage(hdfsDir);
     Configuration conf = baseConfiguration();
     conf.set(MiniDFSCluster.HDFS_MINIDFS_BASEDIR, hdfsDir.getAbsolutePath());
     dfs = new MiniDFSCluster.Builder(conf)
@@ -109,13 +109,25 @@ public final class EmbeddedCluster {
     yarnConfiguration(conf);
     ResourceUtils.resetResourceTypes(conf);
     ResourceUtils.resetNodeResources();
-    yarn = new MiniYARNCluster("tfhadoop", opts.nodeManagers, 1, 1);
+    // With the application history server: it keeps finished containers' exit status and
+    // diagnostics (-102 for a preempted one), which no YARN client API returns once they are gone.
+    yarn = new MiniYARNCluster("tfhadoop", 1, opts.nodeManagers, 1, 1, true);
     yarn.init(conf);
     yarn.start();
     if (!yarn.waitForNodeManagersToConnect(60_000)) {
       throw new IllegalStateException("NodeManagers did not register with the ResourceManager in 60 s");
     }
     writeClientConfiguration(yarn.getConfig(), defaultFs);
+  }
+
+  /** MiniDFSCluster keeps NameNode storage in name-N-M dirs; any formatted one means "reuse". */
+  private static boolean hasNameNodeStorage(File hdfsDir) {
+    File[] names = hdfsDir.listFiles((dir, n) -> n.startsWith("name"));
+    if (names == null) return false;
+    for (File f : names) {
+      if (new File(f, "current/VERSION").exists()) return true;
+    }
+    return false;
   }
 
   private Configuration baseConfiguration() {
@@ -154,6 +166,10 @@ public final class EmbeddedCluster {
     conf.set("yarn.nodemanager.env-whitelist",
         "JAVA_HOME,HADOOP_COMMON_HOME,HADOOP_HDFS_HOME,HADOOP_CONF_DIR,CLASSPATH_PREPEND_DISTCACHE,"
         + "HADOOP_YARN_HOME,HADOOP_MAPRED_HOME,PATH,LANG,TZ");
+    conf.setBoolean(YarnConfiguration.TIMELINE_SERVICE_ENABLED, true);
+    conf.setBoolean(YarnConfiguration.SYSTEM_METRICS_PUBLISHER_ENABLED, true);
+    conf.set(YarnConfiguration.TIMELINE_SERVICE_WEBAPP_ADDRESS, opts.host + ":0");
+    conf.set(YarnConfiguration.TIMELINE_SERVICE_ADDRESS, opts.host + ":0");
     // Container logs end up on HDFS so they are retrievable after the application ends.
     conf.setBoolean(YarnConfiguration.LOG_AGGREGATION_ENABLED, true);
     conf.set(YarnConfiguration.NM_REMOTE_APP_LOG_DIR, "/tmp/logs");

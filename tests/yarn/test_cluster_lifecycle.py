@@ -1,0 +1,112 @@
+"""Cluster lifecycle on a cluster of its own: bad states give clear errors, a crashed cluster is
+recovered with its HDFS data, `down` ends exactly what `up` started."""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tfhadoop.cli import CommandError, main
+from tfhadoop.yarn.embedded import ClusterOptions, EmbeddedCluster
+
+
+def test_help_on_every_cluster_action(capsys):
+    for argv in (["--help"], ["cluster", "--help"], ["cluster", "up", "--help"], ["cluster", "down", "--help"],
+                 ["cluster", "status", "--help"], ["cluster", "env", "--help"]):
+        with pytest.raises(SystemExit) as exc:
+            main(argv)
+        assert exc.value.code == 0
+        assert "usage: tfhadoop" in capsys.readouterr().out
+
+
+def test_down_when_nothing_runs(tmp_path, capsys):
+    assert main(["cluster", "down", "--state-dir", str(tmp_path)]) == 0
+    assert "nothing to stop" in capsys.readouterr().out
+
+
+def test_status_and_env_when_nothing_runs(tmp_path, capsys):
+    assert main(["cluster", "status", "--state-dir", str(tmp_path)]) == 3
+    assert "not running" in capsys.readouterr().out
+    assert main(["cluster", "env", "--state-dir", str(tmp_path)]) == 3
+
+
+def test_port_in_use_is_a_clear_error(tmp_path):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        with pytest.raises(CommandError, match=f"port {port} \\(--namenode-port\\) is in use"):
+            EmbeddedCluster(tmp_path).up(ClusterOptions(namenode_port=port))
+
+
+def test_missing_java_is_a_clear_error(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "JAVA_HOME"}
+    env["PATH"] = os.path.dirname(sys.executable)  # a PATH without java
+    out = subprocess.run([sys.executable, "-m", "tfhadoop", "cluster", "up", "--state-dir", str(tmp_path)],
+                         env=env, capture_output=True, text=True)
+    assert out.returncode == 1
+    assert "Java not found" in out.stderr
+
+
+def test_hadoop_conf_dir_selects_a_real_cluster(tmp_path, monkeypatch):
+    from tfhadoop import hadoop
+
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    (conf / "core-site.xml").write_text(
+        "<configuration><property><name>fs.defaultFS</name><value>hdfs://nn.example:8020</value>"
+        "</property></configuration>")
+    monkeypatch.setenv("HADOOP_CONF_DIR", str(conf))
+    assert not hadoop.is_embedded()
+    assert hadoop.load_conf().default_fs == "hdfs://nn.example:8020"
+    monkeypatch.delenv("HADOOP_CONF_DIR")
+    monkeypatch.setenv("TFHADOOP_STATE_DIR", str(tmp_path / "nothing-here"))
+    with pytest.raises(CommandError, match="tfhadoop cluster up"):
+        hadoop.load_conf()
+
+
+@pytest.mark.slow
+def test_crashed_cluster_recovers_with_its_hdfs_data(tmp_path):
+    from hdfs import InsecureClient
+
+    from tfhadoop.hadoop import HadoopConf
+
+    cluster = EmbeddedCluster(tmp_path / "state")
+    small = ClusterOptions(node_managers=1, nm_memory_mb=2048, nm_vcores=2)
+    info = cluster.up(small)
+    assert info["start_seconds"] < 60
+    try:
+        conf = HadoopConf.load(cluster.conf_dir)
+        InsecureClient(conf.webhdfs_url, user="root").write("/keep/me.txt", b"survives a crash")
+        os.kill(info["pid"], signal.SIGKILL)  # a crash: no shutdown hook, pid file left behind
+        deadline = time.monotonic() + 30
+        while cluster.pid() is not None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert cluster.pid_file.exists() and not cluster.is_running()
+        again = cluster.up(small)
+        assert again["pid"] != info["pid"]
+        conf = HadoopConf.load(cluster.conf_dir)
+        with InsecureClient(conf.webhdfs_url, user="root").read("/keep/me.txt") as reader:
+            assert reader.read() == b"survives a crash"
+    finally:
+        pid = cluster.pid()
+        assert cluster.down()
+    assert pid is not None and not _alive(pid)
+    assert not cluster.pid_file.exists()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie of ours is not alive
+    try:
+        return open(f"/proc/{pid}/stat").read().split()[2] != "Z"
+    except OSError:
+        return False
