@@ -315,3 +315,25 @@ def test_codecs(spark, tmp_path):
     assert all(f.endswith(".tfrecord") for f in part_files(tmp_path / "plain"))
     ex = tf_examples(part_files(tmp_path / "plain"))
     assert sorted(e.features.feature["id"].int64_list.value[0] for e in ex) == list(range(5))
+
+
+def test_schema_inference_reads_all_files(spark, tmp_path):
+    d = tmp_path / "many"
+    d.mkdir()
+    for k in range(6):  # enough files for the distributed inference job
+        exs = [example(id=[k * 10 + j], v=[j]) for j in range(3)]
+        if k == 4:
+            exs.append(example(id=[99], v=("f", [0.5]), late=("b", [b"only here"])))
+        if k == 5:
+            exs.append(example(id=[98], multi=[1, 2]))
+        write_tf_examples(d / f"f{k}.tfrecord", exs)
+    df = read_tfrecord(spark, local(d))
+    types = {f.name: f.dataType for f in df.schema.fields}
+    assert types == {"id": T.LongType(), "v": T.FloatType(), "late": T.StringType(),
+                     "multi": T.ArrayType(T.LongType())}
+    rows = {r["id"]: r for r in df.collect()}
+    assert rows[99]["late"] == "only here" and rows[99]["v"] == 0.5 and rows[1]["v"] == 1.0
+    assert rows[98]["multi"] == [1, 2] and rows[1]["multi"] is None
+    # sampling reads a share of the files only: the feature of file 4 alone may be missed
+    sampled = read_tfrecord(spark, local(d), sampling_ratio=0.2)
+    assert "id" in sampled.columns and len(sampled.columns) < 4

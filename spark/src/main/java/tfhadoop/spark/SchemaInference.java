@@ -25,27 +25,37 @@ import tfhadoop.tfrecord.TFRecordReader;
  * kind-less features are nulls and do not affect the type; a feature never seen with a kind is a
  * string. SequenceExample feature lists are arrays of arrays. Columns are sorted by name.
  */
-final class SchemaInference {
+final class SchemaInference implements java.io.Serializable {
+  private static final long serialVersionUID = 1L;
+  /** Files at or above which inference runs as a Spark job, one task per group of files. */
+  static final int DISTRIBUTE_FROM_FILES = 4;
+
   /** What has been seen of one feature name. */
-  private static final class Seen {
+  private static final class Seen implements java.io.Serializable {
+    private static final long serialVersionUID = 1L;
     int kinds;
     boolean notSingle;
   }
 
   private final TreeMap<String, Seen> context = new TreeMap<>();
   private final TreeMap<String, Seen> lists = new TreeMap<>();
-  private final Feature scratch = new Feature();
-  private final FeatureList scratchList = new FeatureList();
+  private transient Feature scratch;
+  private transient FeatureList scratchList;
 
   static StructType infer(FileIndex index, SourceOptions options, Configuration conf) throws IOException {
     StructType data;
     if (options.recordType == RecordType.BYTE_ARRAY) {
       data = new StructType().add(RecordType.BYTE_ARRAY_COLUMN, DataTypes.BinaryType, true);
     } else {
-      SchemaInference s = new SchemaInference();
       List<FileIndex.DataFile> files = sample(index.files, options.samplingRatio);
-      for (FileIndex.DataFile f : files) {
-        s.scan(f, options, conf);
+      SchemaInference s;
+      if (files.size() >= DISTRIBUTE_FROM_FILES) {
+        s = distributed(files, options, conf);
+      } else {
+        s = new SchemaInference();
+        for (FileIndex.DataFile f : files) {
+          s.scan(f.status.getPath().toString(), options, conf);
+        }
       }
       data = s.schema();
     }
@@ -120,11 +130,62 @@ final class SchemaInference {
     }
   }
 
-  private void scan(FileIndex.DataFile f, SourceOptions options, Configuration conf) throws IOException {
+  /** Scans the files in a Spark job (the driver only merges per-task summaries). */
+  private static SchemaInference distributed(List<FileIndex.DataFile> files, final SourceOptions options,
+      Configuration conf) {
+    List<String> paths = new ArrayList<>();
+    for (FileIndex.DataFile f : files) {
+      paths.add(f.status.getPath().toString());
+    }
+    org.apache.spark.api.java.JavaSparkContext jsc =
+        org.apache.spark.api.java.JavaSparkContext.fromSparkContext(org.apache.spark.sql.SparkSession.active().sparkContext());
+    int slices = Math.max(1, Math.min(paths.size(), jsc.defaultParallelism() * 4));
+    final SerializableConf sconf = new SerializableConf(conf);
+    jsc.setJobDescription("tfrecord schema inference over " + paths.size() + " files");
+    List<SchemaInference> parts = jsc.parallelize(paths, slices).mapPartitions(
+        new org.apache.spark.api.java.function.FlatMapFunction<java.util.Iterator<String>, SchemaInference>() {
+          @Override
+          public java.util.Iterator<SchemaInference> call(java.util.Iterator<String> it) throws Exception {
+            SchemaInference s = new SchemaInference();
+            while (it.hasNext()) {
+              s.scan(it.next(), options, sconf.get());
+            }
+            return java.util.Collections.singletonList(s).iterator();
+          }
+        }).collect();
+    jsc.setJobDescription(null);
+    SchemaInference all = new SchemaInference();
+    for (SchemaInference p : parts) {
+      all.merge(p);
+    }
+    return all;
+  }
+
+  private void merge(SchemaInference o) {
+    mergeInto(context, o.context);
+    mergeInto(lists, o.lists);
+  }
+
+  private static void mergeInto(Map<String, Seen> into, Map<String, Seen> from) {
+    for (Map.Entry<String, Seen> e : from.entrySet()) {
+      Seen s = into.get(e.getKey());
+      if (s == null) {
+        into.put(e.getKey(), s = new Seen());
+      }
+      s.kinds |= e.getValue().kinds;
+      s.notSingle |= e.getValue().notSingle;
+    }
+  }
+
+  private void scan(String file, SourceOptions options, Configuration conf) throws IOException {
+    if (scratch == null) {
+      scratch = new Feature();
+      scratchList = new FeatureList();
+    }
     ExampleDecoder dec = new ExampleDecoder();
     boolean seq = options.recordType == RecordType.SEQUENCE_EXAMPLE;
     Recorder rec = new Recorder();
-    try (TFRecordReader r = TFRecordFiles.open(f.status.getPath(), conf, options.tfrecord)) {
+    try (TFRecordReader r = TFRecordFiles.open(new org.apache.hadoop.fs.Path(file), conf, options.tfrecord)) {
       long n = 0;
       while (n < options.inferSchemaMaxRecords && r.next()) {
         n++;
