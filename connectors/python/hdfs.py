@@ -220,12 +220,19 @@ class _WebHdfsWriter:
 
 
 class _WebHdfsReader:
-    def __init__(self, cm):
-        self._cm = cm
+    """An HTTP body that ends early (a dropped connection) raises instead of looking like EOF."""
+
+    def __init__(self, cm, url: str, length: int):
+        self._cm, self._url, self._length, self._pos = cm, url, length, 0
         self._raw = cm.__enter__()
+        self.name = url
 
     def read(self, n: int = -1) -> bytes:
-        return self._raw.read(n if n and n > 0 else None)
+        piece = self._raw.read(n if n and n > 0 else None)
+        self._pos += len(piece)
+        if not piece and self._pos < self._length:
+            raise HdfsError(f"{self._url}: WebHDFS stream ended at byte {self._pos} of {self._length}")
+        return piece
 
     def readable(self) -> bool:
         return True
@@ -272,7 +279,8 @@ class WebHdfsFS(_HdfsFS):
 
     def open_read(self, url: str):
         _, path = _split(url)
-        return self._call("read", path, lambda: _WebHdfsReader(self._client.read(path)))
+        length = self._call("stat", path, self._client.status, path)["length"]
+        return self._call("read", path, lambda: _WebHdfsReader(self._client.read(path), url, length))
 
     def open_write(self, url: str, overwrite: bool = True):
         _, path = _split(url)

@@ -89,13 +89,20 @@ class _Window:
         return 0
 
 
-def _records(stream, path, start, stats, check_crc, skip, with_offsets, chunk):
+def _records(stream, path, start, stats, check_crc, skip, with_offsets, chunk, resync=False):
     """The reading loop: yields payloads (or ``(offset, payload)``) from ``stream``."""
     w = _Window(stream, start, chunk)
+    if resync:
+        first = _resync(w, 0)
+        if first is None:
+            return
+        start_pos = first  # the bytes before it end the previous split's record: not damage
+    else:
+        start_pos = 0
     unpack_header = _HEADER.unpack_from
     unpack_u32 = _U32.unpack_from
     lcrc_cache: dict[int, int] = {}
-    pos = 0
+    pos = start_pos
     nrec = nbytes = 0
     try:
         while True:
@@ -219,6 +226,11 @@ class TFRecordReader:
     ``on_corrupt``: "raise" (default, like TensorFlow) or "skip" (resync, counted in ``stats``).
     ``offset``: start at this byte offset (of the uncompressed stream), e.g. from a record index.
     ``check_crc=False`` skips the data checksum (the length checksum is always checked).
+    ``resync=True`` (with an ``offset`` that is not known to be a record start, e.g. a split
+    boundary): start at the first offset >= ``offset`` where a record with valid length and data
+    checksums begins. ``end``: stop before the first record starting at or after ``end``. With
+    both, byte-range splits of one file read every record exactly once (a record belongs to the
+    split it starts in). A payload that itself embeds a framed TFRecord could fool ``resync``.
     """
 
     def __init__(
@@ -230,6 +242,8 @@ class TFRecordReader:
         offset: int = 0,
         buffer_size: int = 1 << 20,
         name: str | None = None,
+        end: int | None = None,
+        resync: bool = False,
     ):
         if on_corrupt not in ("raise", "skip"):
             raise ValueError("on_corrupt must be 'raise' or 'skip'")
@@ -251,13 +265,36 @@ class TFRecordReader:
         self._skip = on_corrupt == "skip"
         self._check_crc = check_crc
         self._buffer_size = buffer_size
+        self._end = end
+        self._resync = bool(resync and offset)
+
+    def _gen(self, with_offsets):
+        return _records(self.stream, self.path, self.offset, self.stats, self._check_crc, self._skip,
+                        with_offsets or self._end is not None, self._buffer_size, self._resync)
 
     def __iter__(self):
-        return _records(self.stream, self.path, self.offset, self.stats, self._check_crc, self._skip, False, self._buffer_size)
+        if self._end is None:
+            return self._gen(False)
+        return (data for _, data in self._bounded())
 
     def with_offsets(self):
         """Iterate ``(offset, record)`` pairs; offset is where the record's header starts."""
-        return _records(self.stream, self.path, self.offset, self.stats, self._check_crc, self._skip, True, self._buffer_size)
+        return self._gen(True) if self._end is None else self._bounded()
+
+    def _bounded(self):
+        gen = self._gen(True)
+        extra = None
+        try:
+            for item in gen:
+                if item[0] >= self._end:
+                    extra = item  # read to find the boundary; it belongs to the next split
+                    break
+                yield item
+        finally:
+            gen.close()
+            if extra is not None:
+                self.stats.records -= 1
+                self.stats.bytes -= len(extra[1])
 
     def close(self) -> None:
         self._raw.close()

@@ -76,3 +76,19 @@ def test_dead_namenode_in_cli(capsys):
     assert main(["records", "count", "hdfs://127.0.0.1:9/data/*.tfrecord"]) == 1
     assert "127.0.0.1:9" in capsys.readouterr().err
     assert time.monotonic() - t < 10
+
+
+def test_webhdfs_stream_cut_short_is_an_error():
+    import io
+
+    class CM:
+        def __enter__(self):
+            return io.BytesIO(b"x" * 10)
+
+        def __exit__(self, *exc):
+            return False
+
+    reader = hdfs._WebHdfsReader(CM(), "hdfs://nn:8020/f", 25)
+    assert reader.read(100) == b"x" * 10
+    with pytest.raises(hdfs.HdfsError, match="ended at byte 10 of 25"):
+        reader.read(100)

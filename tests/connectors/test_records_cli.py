@@ -126,3 +126,15 @@ def test_installed_command(files):
     assert b"Traceback" not in proc.stderr.read()
     res = subprocess.run([TFHADOOP, "records", "verify", str(d / "nope")], capture_output=True, text=True, env=env, timeout=120)
     assert res.returncode == 1 and "no files match" in res.stderr
+
+
+def test_progress_bar_only_on_a_terminal(files, capsys, monkeypatch):
+    d, _ = files
+    assert main(["records", "verify", str(d / "part-1.tfrecord")]) == 0
+    assert capsys.readouterr().err == ""
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    assert main(["records", "verify", str(d / "part-1.tfrecord")]) == 0
+    err = capsys.readouterr().err
+    assert "B/s" in err or "%" in err or "it/s" in err, err
+    assert main(["records", "count", "--no-progress", str(d / "part-1.tfrecord")]) == 0
+    assert capsys.readouterr().err == ""

@@ -71,3 +71,17 @@ def test_roundtrip(records, compression, buffer_size):
             w.write(r)
     got, stats = _read(sink.getvalue(), compression, buffer_size=buffer_size)
     assert got == records and stats.records == len(records)
+
+
+@FAST
+@given(st.lists(st.binary(max_size=200), max_size=25), st.lists(st.integers(0, 6000), max_size=6))
+def test_byte_range_splits_read_every_record_once(records, cuts):
+    data = b"".join(encode_record(r) for r in records)
+    bounds = sorted({0, len(data), *[c % (len(data) + 1) for c in cuts]})
+    got = []
+    for start, end in zip(bounds, bounds[1:]):
+        reader = TFRecordReader(io.BytesIO(data), "NONE", offset=start, end=end, resync=True, buffer_size=64, name="split")
+        part = list(reader)
+        assert reader.stats.records == len(part)
+        got.extend(part)
+    assert got == records
