@@ -44,6 +44,7 @@ setup(
     include_package_data=True,
     install_requires=[
         "pyspark[sql]==4.3.0",
+        "pandas<3",  # pyspark 4.3 warns it does not fully support pandas 3
         "tensorflow==2.21.0",
         "tf-keras==2.21.0",
         "pyarrow",

@@ -16,6 +16,7 @@ import sys
 COMMANDS = {
     "cluster": ("tfhadoop.yarn.cluster_cli", "run the embedded single-host Hadoop cluster (HDFS + YARN)"),
     "records": ("tfhadoop.connectors.records_cli", "read, inspect and verify TFRecord files"),
+    "demo": ("tfhadoop.demo", "run the main job end to end on the embedded cluster"),
 }
 
 

@@ -1,0 +1,65 @@
+# tfhadoop: `make demo` and `make test` work as the first command on a fresh machine; each does
+# whatever setup is missing (Python venvs from lock files, the JVM build, Hadoop artifacts).
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+SBT := tools/sbt
+JVM_SOURCES := $(shell find connectors spark yarn -path '*/target' -prune -o \( -name '*.java' -o -name '*.scala' -o -path '*/resources/*' \) -print 2>/dev/null)
+PYTEST_ARGS ?=
+
+.PHONY: help setup venv jars test test-jvm test-python test-fast demo bench clean cluster-up cluster-down
+
+help:
+	@echo "make demo        bring the embedded cluster up, run the main job end to end, tear down"
+	@echo "make test        JVM unit tests + the whole Python suite against the embedded cluster"
+	@echo "make test-fast   the suite without tests marked slow"
+	@echo "make setup       venvs (.venv: pyspark 4.3 + TF; .venv35: pyspark 3.5), jars/, Hadoop artifacts"
+	@echo "make bench       benchmarks in bench/ (see BENCHMARKS.md)"
+
+setup: venv jars
+
+venv: $(VENV)/.ok .venv35/.ok
+
+$(VENV)/.ok: setup.py requirements.lock tools/bootstrap-python
+	tools/bootstrap-python $(VENV) requirements.lock --editable
+	@touch $@
+
+# pyspark 3.5 only: the same tfhadoop jar is tested on Spark 3.5 and Spark 4.x.
+.venv35/.ok: requirements-spark35.lock tools/bootstrap-python
+	tools/bootstrap-python .venv35 requirements-spark35.lock
+	@touch $@
+
+jars: jars/.ok
+
+# The tfhadoop jar, and the embedded cluster's Hadoop 3.5.0 artifacts (resolved from Maven Central).
+jars/.ok: build.sbt project/build.properties project/repositories $(JVM_SOURCES)
+	$(SBT) cluster/writeClusterClasspath tfhadoop/copyJar
+	@touch $@
+
+test: setup test-jvm test-python
+
+test-jvm: jars
+	$(SBT) test
+
+# pytest exits 5 when it collected nothing: that is a broken suite, not a pass.
+test-python: setup
+	@$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \
+	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing the suite" >&2; exit 1; fi; exit $$rc
+
+test-fast: setup
+	@$(PY) -m pytest -m "not slow" $(PYTEST_ARGS); rc=$$?; [ $$rc -ne 5 ] || { echo "no tests collected" >&2; exit 1; }; exit $$rc
+
+demo: setup
+	$(VENV)/bin/tfhadoop demo
+
+bench: setup
+	@for b in bench/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+cluster-up: setup
+	$(VENV)/bin/tfhadoop cluster up
+
+cluster-down:
+	$(VENV)/bin/tfhadoop cluster down
+
+clean:
+	rm -rf jars/*.jar jars/*.txt jars/.ok target */target yarn/cluster/target project/target

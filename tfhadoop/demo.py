@@ -1,0 +1,123 @@
+"""`tfhadoop demo`: the product end to end on the embedded cluster, each step timed.
+
+cluster up -> a Skein application on YARN (with its logs) -> a Hive table on HDFS -> the table as
+TFRecord shards on HDFS through the tfhadoop Spark data source -> the shards read back as
+tf.Examples by the Python library -> cluster down (unless it was already running or --keep).
+"""
+from __future__ import annotations
+
+import time
+import uuid
+from contextlib import contextmanager
+
+from tfhadoop.cli import CommandError
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("demo", help="run the main job end to end on the embedded cluster",
+                              description=__doc__.split("\n\n", 1)[1])
+    p.add_argument("--state-dir", help="embedded cluster state dir (default ~/.tfhadoop/cluster)")
+    p.add_argument("--rows", type=int, default=20000, help="rows in the demo Hive table (default 20000)")
+    p.add_argument("--keep", action="store_true", help="leave the cluster running afterwards")
+    p.set_defaults(func=run)
+
+
+@contextmanager
+def _step(title: str):
+    print(f"\n== {title}", flush=True)
+    t0 = time.monotonic()
+    yield
+    print(f"   done in {time.monotonic() - t0:.1f} s", flush=True)
+
+
+def run(args) -> int:
+    from tfhadoop import hadoop
+    from tfhadoop.yarn.embedded import EmbeddedCluster
+
+    cluster = EmbeddedCluster(args.state_dir)
+    was_running = cluster.is_running()
+    t_all = time.monotonic()
+    with _step("embedded Hadoop cluster up"):
+        info = cluster.up()
+        print(f"   HDFS {info['fs_default']}, YARN RM UI http://{info['rm_webapp']}"
+              + (" (already running)" if was_running else f", daemons ready in {info['start_seconds']:.1f} s"))
+    try:
+        hadoop.use_cluster(cluster.state_dir)
+        _skein_hello()
+        table = _hive_round_trip(args.rows)
+        _tfrecord_export(table, args.rows)
+    finally:
+        if not (args.keep or was_running):
+            with _step("embedded Hadoop cluster down"):
+                cluster.down()
+    print(f"\ndemo finished in {time.monotonic() - t_all:.1f} s")
+    return 0
+
+
+def _skein_hello() -> None:
+    import skein
+
+    from tfhadoop.yarn.logs import application_logs
+
+    with _step("a YARN application through Skein"):
+        spec = skein.ApplicationSpec(
+            name="tfhadoop-demo-hello", queue="default", max_attempts=1,
+            master=skein.Master(resources=skein.Resources(memory=256, vcores=1)),
+            services={"hello": skein.Service(resources=skein.Resources(memory=256, vcores=1, gpus=1),
+                                             script='echo "hello from YARN container $CONTAINER_ID"')})
+        with skein.Client(log_level="warn") as client:
+            app_id = client.submit(spec)
+            print(f"   submitted {app_id}")
+            while (report := client.application_report(app_id)).state not in ("FINISHED", "FAILED", "KILLED"):
+                time.sleep(0.5)
+        print(f"   {app_id}: {report.state} / {report.final_status}")
+        if report.final_status != "SUCCEEDED":
+            raise CommandError(f"the demo application {app_id} ended {report.final_status}: {report.diagnostics}")
+        hello = [l for l in application_logs(app_id).splitlines() if l.startswith("hello from YARN")]
+        print(f"   its aggregated log says: {hello[0] if hello else '(nothing)'}")
+
+
+def _hive_round_trip(rows: int) -> str:
+    from tfhadoop.spark.session import hive_session
+
+    table = f"demo_features_{uuid.uuid4().hex[:6]}"
+    with _step(f"Hive table {table} on HDFS (Spark + embedded metastore)"):
+        spark = hive_session("tfhadoop-demo")
+        spark.range(rows).selectExpr(
+            "id", "cast(id % 7 as float) * 0.5 as x", "concat('user-', id % 100) as user",
+            "array(cast(id as float), cast(id * 2 as float)) as emb", "cast(id % 2 as bigint) as label",
+        ).write.format("parquet").saveAsTable(table)
+        back = spark.sql(f"SELECT count(*) AS n, sum(label) AS positives FROM {table}").collect()[0]
+        location = spark.sql(f"DESCRIBE FORMATTED {table}").filter("col_name = 'Location'").collect()[0].data_type
+        print(f"   {back.n} rows ({back.positives} positive) at {location}")
+        if back.n != rows:
+            raise CommandError(f"Hive round trip returned {back.n} rows, expected {rows}")
+    return table
+
+
+def _tfrecord_export(table: str, rows: int) -> None:
+    from pyspark.sql import SparkSession
+
+    from tfhadoop import hadoop
+    from tfhadoop.connectors.example import decode_example
+    from tfhadoop.connectors.fileio import expand
+    from tfhadoop.connectors.tfrecord import read_records
+    from tfhadoop.spark.session import tfhadoop_jar
+    from tfhadoop.spark.tfrecord import write_tfrecord
+
+    if tfhadoop_jar() is None:
+        raise CommandError("jars/tfhadoop-*.jar is missing: run `make jars`")
+    spark = SparkSession.getActiveSession()
+    out = hadoop.load_conf().default_fs.rstrip("/") + f"/tmp/tfhadoop-demo/{table}"
+    with _step(f"Hive table -> TFRecord shards on HDFS ({out})"):
+        write_tfrecord(spark.table(table).repartition(4), out, mode="overwrite", compression="gzip")
+        spark.stop()
+    with _step("shards read back as tf.Examples by the Python library (no TensorFlow import)"):
+        files = [f for f in expand([out]) if ".tfrecord" in f]
+        n, first = 0, None
+        for record in read_records(files):
+            n += 1
+            first = first or decode_example(record)
+        print(f"   {len(files)} shards, {n} Examples; first: {first}")
+        if n != rows:
+            raise CommandError(f"read {n} records back, expected {rows}")
