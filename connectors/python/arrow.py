@@ -137,30 +137,110 @@ def _column(name, field: pa.Field, cells: list):
 def examples_to_table(records, schema: pa.Schema | None = None, record_type: str = "Example", bytes_as: str = "auto") -> pa.Table:
     """Decode serialized records into a table (schema inferred from all of them when not given).
     Features not in the schema are dropped; a record without a feature gives null."""
+    if record_type != "SequenceExample":
+        records = records if isinstance(records, list) else list(records)
+        if schema is None:
+            schema = infer_schema(records, record_type, bytes_as)
+        return _examples_columnar(records, schema)
     if schema is None:
         decoded = _decode_all(records, record_type, typed=True)
         schema = _infer(decoded, record_type, bytes_as)
-        if record_type == "SequenceExample":
-            decoded = [({k: v[1] for k, v in c.items()}, {k: [s[1] for s in v] for k, v in s_.items()}) for c, s_ in decoded]
-        else:
-            decoded = [{k: v[1] for k, v in row.items()} for row in decoded]
+        decoded = [({k: v[1] for k, v in c.items()}, {k: [s[1] for s in v] for k, v in s_.items()}) for c, s_ in decoded]
     else:
         decoded = _decode_all(records, record_type, typed=False)
     arrays = []
     for field in schema:
         name = field.name
-        if record_type == "SequenceExample" and _is_feature_list(field):
+        if _is_feature_list(field):
             cells = [row[1].get(name) for row in decoded]
             if pa.types.is_string(field.type.value_type.value_type):
                 cells = [None if c is None else [[v.decode("utf-8") for v in s] for s in c] for c in cells]
         else:
-            src = (row[0] for row in decoded) if record_type == "SequenceExample" else decoded
-            cells = _column(name, field, [row.get(name) for row in src])
+            cells = _column(name, field, [row[0].get(name) for row in decoded])
         try:
             arrays.append(pa.array(cells, type=field.type))
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
             raise ValueError(f"feature {name!r} does not fit {field.type}: {exc}") from None
     return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _examples_columnar(records: list, schema: pa.Schema) -> pa.Table:
+    """Examples -> table without per-row Python lists: each feature's values go into one flat
+    list (plus offsets), which Arrow turns into arrays in C. ~5x the row-wise path."""
+    from tfhadoop.connectors import example_proto as pb
+
+    parse = pb.Example.FromString
+    names = [f.name for f in schema]
+    flat = {n: [] for n in names}
+    offsets = {n: [0] for n in names}
+    missing = {n: [] for n in names}
+    cols = [(n, flat[n], offsets[n], missing[n]) for n in names]
+    row = 0
+    for rec in records:
+        try:
+            fmap = parse(rec).features.feature
+        except Exception as exc:  # noqa: BLE001 - protobuf's DecodeError
+            raise _ex.ExampleDecodeError(f"record {row} is not a serialized Example: {exc}") from None
+        for name, values, offs, miss in cols:
+            f = fmap.get(name)
+            if f is None:
+                miss.append(row)
+            else:
+                which = f.WhichOneof("kind")
+                if which:
+                    values.extend(getattr(f, which).value)
+            offs.append(len(values))
+        row += 1
+    arrays = [_build(f, flat[f.name], offsets[f.name], missing[f.name], row) for f in schema]
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _leaf_array(name, values, leaf):
+    try:
+        if pa.types.is_string(leaf):
+            return pa.array(values, pa.binary()).cast(pa.string())
+        return pa.array(values, leaf)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
+        raise ValueError(f"feature {name!r} does not fit {leaf}: {exc}") from None
+
+
+def _build(field: pa.Field, values: list, offsets: list, missing: list, rows: int) -> pa.Array:
+    import numpy as np
+
+    t, name = field.type, field.name
+    leaf = t.value_type if _is_list(t) else t
+    if _is_list(leaf):
+        raise ValueError(f"feature {name!r}: nested lists need record_type='SequenceExample'")
+    flat = _leaf_array(name, values, leaf)
+    offs = np.asarray(offsets, dtype=np.int64)
+    counts = np.diff(offs)
+    mask = None
+    if missing:
+        if not field.nullable:
+            raise ValueError(f"feature {name!r} is missing from record {missing[0]} but the schema says not null")
+        mask = np.zeros(rows, dtype=bool)
+        mask[missing] = True
+    if not _is_list(t):
+        if (counts > 1).any():
+            bad = int(np.argmax(counts > 1))
+            raise ValueError(f"feature {name!r} has {int(counts[bad])} values in record {bad} where the schema says one")
+        if len(flat) == rows:
+            return flat
+        idx = pa.array(np.where(counts == 1, offs[:-1], 0), mask=counts != 1)
+        return flat.take(idx)
+    if pa.types.is_fixed_size_list(t):
+        size = t.list_size
+        present = ~mask if mask is not None else np.ones(rows, dtype=bool)
+        wrong = present & (counts != size)
+        if wrong.any():
+            bad = int(np.argmax(wrong))
+            raise ValueError(f"feature {name!r} has {int(counts[bad])} values in record {bad} where the schema says {size}")
+        if mask is None:
+            return pa.FixedSizeListArray.from_arrays(flat, size)
+        return pa.ListArray.from_arrays(pa.array(offs, pa.int64()).cast(pa.int32()), flat, mask=pa.array(mask)).cast(t)
+    list_cls = pa.LargeListArray if pa.types.is_large_list(t) else pa.ListArray
+    off_type = pa.int64() if pa.types.is_large_list(t) else pa.int32()
+    return list_cls.from_arrays(pa.array(offs, off_type), flat, mask=pa.array(mask) if mask is not None else None).cast(t)
 
 
 def _python_cells(column: pa.ChunkedArray | pa.Array, name: str):

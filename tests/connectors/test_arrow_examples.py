@@ -100,3 +100,16 @@ def test_conflicting_kinds_are_reported():
     recs = [encode_example({"x": [1]}), encode_example({"x": [1.5]})]
     with pytest.raises(ValueError, match="both int64 and float"):
         ar.infer_schema(recs)
+
+
+def test_columnar_path_nulls_and_shape_errors():
+    recs = [encode_example({"x": [1, 2], "s": [5], "v": [b"a"]}), encode_example({"v": [b"b", b"c"]}), encode_example({"x": [3, 4], "s": []})]
+    schema = pa.schema([pa.field("x", pa.list_(pa.int64(), 2)), pa.field("s", pa.int64()), pa.field("v", pa.list_(pa.string()))])
+    t = ar.examples_to_table(recs, schema)
+    assert t.to_pydict() == {"x": [[1, 2], None, [3, 4]], "s": [5, None, None], "v": [["a"], ["b", "c"], None]}
+    with pytest.raises(ValueError, match="'x' has 1 values in record 0 where the schema says 2"):
+        ar.examples_to_table([encode_example({"x": [1]})], schema)
+    with pytest.raises(ValueError, match="missing from record 0"):
+        ar.examples_to_table([encode_example({})], pa.schema([pa.field("s", pa.int64(), nullable=False)]))
+    with pytest.raises(ValueError, match="'v'"):
+        ar.examples_to_table([encode_example({"v": [b"\xff"]})], schema)
