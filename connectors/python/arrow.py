@@ -19,6 +19,8 @@ from tfhadoop.connectors import example as _ex
 from tfhadoop.connectors.example_wire import BYTES, FLOAT, INT64
 
 __all__ = [
+    "read_table",
+    "write_table",
     "infer_schema",
     "examples_to_table",
     "table_to_examples",
@@ -99,6 +101,21 @@ def _infer(decoded, record_type, bytes_as) -> pa.Schema:
             pa.field(name, pa.list_(inner), nullable=_count.seen < rows, metadata={b"tfhadoop.feature_list": b"1"})
         )
     return pa.schema(fields)
+
+
+def read_table(paths, schema: pa.Schema | None = None, record_type: str = "Example", compression: str | None = None,
+               bytes_as: str = "auto") -> pa.Table:
+    """All records of TFRecord files (paths, globs, directories, hdfs:// or fsspec URLs) as a table."""
+    from tfhadoop.connectors.tfrecord import read_records
+
+    return examples_to_table(list(read_records(paths, compression)), schema, record_type, bytes_as)
+
+
+def write_table(data, path: str, record_type: str = "Example", compression: str | None = None) -> int:
+    """Write a Table/RecordBatch to one TFRecord file (one record per row); returns the row count."""
+    from tfhadoop.connectors.tfrecord import write_records
+
+    return write_records(path, table_to_examples(data, record_type), compression)
 
 
 def _decode_all(records, record_type, typed):

@@ -113,3 +113,11 @@ def test_columnar_path_nulls_and_shape_errors():
         ar.examples_to_table([encode_example({})], pa.schema([pa.field("s", pa.int64(), nullable=False)]))
     with pytest.raises(ValueError, match="'v'"):
         ar.examples_to_table([encode_example({"v": [b"\xff"]})], schema)
+
+
+def test_read_and_write_table_files(tmp_path):
+    t = pa.table({"id": [1, 2, 3], "v": pa.array([[0.5], [], [1.5, 2.5]], pa.list_(pa.float32()))})
+    for name in ("t.tfrecord", "t.tfrecord.gz"):
+        assert ar.write_table(t, str(tmp_path / name)) == 3
+        back = ar.read_table(str(tmp_path / name), t.schema)
+        assert back.equals(t)
