@@ -1,11 +1,11 @@
 """A hand-written protobuf wire codec for tf.train.Example / SequenceExample: no TensorFlow, and
 no protobuf runtime either.
 
-Measured against the upb-backed classes of :mod:`tfhadoop.connectors.example_proto` (20k
-5-feature Examples, bench/): upb decodes ~1.4x and encodes ~3-4x faster, so
-:mod:`tfhadoop.connectors.example` uses upb and this module remains the independent
-implementation the tests cross-check it with (and a fallback where protobuf's C backend is
-missing). Map entries are written sorted by feature name (C++ protobuf's deterministic order).
+Measured against the upb-backed classes of :mod:`tfhadoop.connectors.example_proto` (5-feature
+Examples, bench/bench_python_records.py): upb decodes ~1.3x and encodes ~1.7x faster (through
+the same value handling), so :mod:`tfhadoop.connectors.example` uses upb and this module
+remains the independent implementation the tests cross-check it with, usable without the
+protobuf package. Map entries are written sorted by feature name (C++ protobuf's deterministic order).
 
 Decoded form: ``{name: [values]}``, or ``{name: (kind, [values])}`` with ``typed=True`` (kind
 "int64", "float", "bytes" or None for a Feature with no list set); SequenceExample gives
