@@ -95,6 +95,8 @@ lazy val tfhadoop = (project in file("target/tfhadoop-build"))
       "commons-logging" % "commons-logging" % "1.2" % Provided,
       "org.slf4j" % "slf4j-api" % "1.7.36" % Provided,
       "com.github.sbt" % "junit-interface" % "0.13.3" % Test,
+      // tensorflow/ecosystem's Hadoop TFRecord classes, only to test interop with the peer
+      ("org.tensorflow" % "tensorflow-hadoop" % "1.15.0" % Test).intransitive(),
       "org.slf4j" % "slf4j-simple" % "1.7.36" % Test,
     ),
     testOptions += Tests.Argument(TestFrameworks.JUnit, "-q", "-v"),

@@ -2,6 +2,7 @@ package tfhadoop.spark;
 
 import java.io.IOException;
 import java.math.BigDecimal;
+import org.apache.spark.sql.catalyst.expressions.UnsafeArrayData;
 import org.apache.spark.sql.catalyst.util.GenericArrayData;
 import org.apache.spark.sql.types.ArrayType;
 import org.apache.spark.sql.types.BinaryType;
@@ -181,10 +182,10 @@ abstract class FeatureConverter {
         return new GenericArrayData(new Object[0]);
       }
       if (f.kind == Feature.INT64 && elem instanceof LongType) {
-        return new GenericArrayData(f.longArray());
+        return UnsafeArrayData.fromPrimitiveArray(f.longArray());
       }
       if (f.kind == Feature.FLOAT && elem instanceof FloatType) {
-        return new GenericArrayData(f.floatArray());
+        return UnsafeArrayData.fromPrimitiveArray(f.floatArray());
       }
       Object[] out = new Object[f.count];
       for (int i = 0; i < f.count; i++) {
