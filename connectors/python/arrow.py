@@ -74,7 +74,10 @@ def _scan(decoded_rows, record_type: str):
         rows += 1
         context, lists = row if record_type == "SequenceExample" else (row, {})
         for name, (kind, values) in context.items():
-            ctx.setdefault(name, _Stats()).add(kind, values)
+            try:
+                ctx.setdefault(name, _Stats()).add(kind, values)
+            except ValueError as exc:
+                raise ValueError(f"feature {name!r} (record {rows - 1}): {exc}") from None
         for name, steps in lists.items():
             steps_stats, count = seq.setdefault(name, (_Stats(), _Stats()))
             count.add(None, steps)
@@ -85,7 +88,27 @@ def _scan(decoded_rows, record_type: str):
 
 def infer_schema(records, record_type: str = "Example", bytes_as: str = "auto") -> pa.Schema:
     """Arrow schema for serialized records (an iterable of bytes); see the module docstring."""
+    if record_type != "SequenceExample":
+        return _infer(_example_features(records), record_type, bytes_as)
     return _infer(_decode_all(records, record_type, typed=True), record_type, bytes_as)
+
+
+def _example_features(records):
+    """Per record ``{name: (kind, values)}`` straight from the upb message (no list copies)."""
+    from tfhadoop.connectors import example_proto as pb
+
+    parse = pb.Example.FromString
+    kinds = {"int64_list": INT64, "float_list": FLOAT, "bytes_list": BYTES}
+    for i, rec in enumerate(records):
+        try:
+            fmap = parse(rec).features.feature
+        except Exception as exc:  # noqa: BLE001 - protobuf's DecodeError
+            raise _ex.ExampleDecodeError(f"record {i} is not a serialized Example: {exc}") from None
+        row = {}
+        for name, f in fmap.items():
+            which = f.WhichOneof("kind")
+            row[name] = (kinds[which], getattr(f, which).value) if which else (None, ())
+        yield row
 
 
 def _infer(decoded, record_type, bytes_as) -> pa.Schema:

@@ -185,11 +185,12 @@ def _damaged(w: _Window, pos: int, err: TFRecordError, stats: ReadStats, skip: b
         new = pos + HEADER_SIZE + length + FOOTER_SIZE
     else:
         new = _resync(w, pos + 1)
-    stats.skipped_bytes += (w.base + new) - start if new is not None else 0
     if new is None:  # nothing valid up to the end: everything from the damage on is skipped
-        stats.skipped_bytes += w.base + len(w.buf) - start
-        w.buf, w.base, pos = b"", w.base + len(w.buf), 0
+        end = w.base + len(w.buf)
+        stats.skipped_bytes += end - start
+        w.buf, w.base = b"", end
         return 0
+    stats.skipped_bytes += w.base + new - start
     return new
 
 
