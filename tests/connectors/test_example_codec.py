@@ -169,3 +169,43 @@ def test_garbage_decodes_or_raises_cleanly(data):
                 fn(data)
             except ex.ExampleDecodeError:
                 pass
+
+
+@pytest.mark.parametrize("compression", ["", "GZIP"])
+def test_example_files_both_ways(tmp_path, compression):
+    """Files, not just messages: TF writes Examples/SequenceExamples, we read them, and back."""
+    import tensorflow as tf
+
+    from tfhadoop.connectors.tfrecord import read_records, write_records
+
+    rows = [{"id": [i], "w": [0.5 * i, -1.0], "s": [b"r%d" % i]} for i in range(20)]
+    seqs = [({"id": [i]}, {"steps": [[i], [i, i + 1]]}) for i in range(5)]
+    opts = tf.io.TFRecordOptions(compression_type=compression)
+    tf_path = str(tmp_path / "tf.tfrecord")
+    with tf.io.TFRecordWriter(tf_path, options=opts) as w:
+        for r in rows:
+            w.write(_tf_example(r).SerializeToString())
+        for ctx, lists in seqs:
+            m = tf.train.SequenceExample()
+            m.context.feature["id"].int64_list.value.extend(ctx["id"])
+            for step in lists["steps"]:
+                m.feature_lists.feature_list["steps"].feature.add().int64_list.value.extend(step)
+            w.write(m.SerializeToString())
+    got = list(read_records(tf_path, compression or "NONE"))
+    assert [ex.decode_example(r) for r in got[:20]] == _expected_rows(rows)
+    assert [ex.decode_sequence_example(r) for r in got[20:]] == seqs
+
+    py_path = str(tmp_path / "py.tfrecord")
+    write_records(py_path, [ex.encode_example(r) for r in rows], compression or "NONE")
+    spec = {"id": tf.io.FixedLenFeature([], tf.int64), "w": tf.io.FixedLenFeature([2], tf.float32), "s": tf.io.FixedLenFeature([], tf.string)}
+    parsed = [tf.io.parse_single_example(r, spec) for r in tf.data.TFRecordDataset(py_path, compression_type=compression)]
+    assert [int(p["id"]) for p in parsed] == list(range(20))
+    assert [p["w"].numpy().tolist() for p in parsed] == [r["w"] for r in rows]
+    assert [p["s"].numpy() for p in parsed] == [r["s"][0] for r in rows]
+    assert [tf.train.Example.FromString(r.numpy()) for r in tf.data.TFRecordDataset(py_path, compression_type=compression)] == [
+        _tf_example(r) for r in rows
+    ]
+
+
+def _expected_rows(rows):
+    return [_expected(r) for r in rows]
