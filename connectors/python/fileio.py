@@ -11,6 +11,7 @@ import os
 from urllib.parse import urlparse
 
 _GLOB_CHARS = set("*?[")
+INDEX_SUFFIX = ".idx"  # record index sidecars (tfhadoop.connectors.index)
 
 
 def scheme(path: str) -> str:
@@ -72,9 +73,10 @@ def size(path: str) -> int | None:
 
 
 def expand(paths, recursive: bool = True) -> list[str]:
-    """Paths with globs expanded and directories replaced by the files in them (sorted, hidden
-    and ``_``-prefixed files such as ``_SUCCESS`` left out). A pattern matching nothing raises
-    FileNotFoundError, so a typo is never an empty success."""
+    """Paths with globs expanded and directories replaced by the files in them (sorted; hidden
+    and ``_``-prefixed files such as ``_SUCCESS``, and ``.idx`` record indexes, left out unless
+    named explicitly). A pattern matching nothing raises FileNotFoundError, so a typo is never
+    an empty success."""
     out: list[str] = []
     for path in [paths] if isinstance(paths, (str, os.PathLike)) else paths:
         path = os.fspath(path)
@@ -87,6 +89,9 @@ def expand(paths, recursive: bool = True) -> list[str]:
             found = hdfs.filesystem(path).expand(path, recursive)
         else:
             found = _expand_fsspec(path)
+        explicit = not (_GLOB_CHARS & set(path)) and len(found) == 1 and found[0].endswith(path.rstrip("/").rsplit("/", 1)[-1])
+        if not explicit:  # record indexes next to the data are not data
+            found = [f for f in found if not f.endswith(INDEX_SUFFIX)]
         if not found:
             raise FileNotFoundError(f"no files match {path}")
         out.extend(found)

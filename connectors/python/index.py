@@ -26,7 +26,7 @@ __all__ = ["RecordIndex", "build_index", "load_index", "index_path_for", "Task",
 
 
 def index_path_for(path: str) -> str:
-    return os.fspath(path) + ".idx"
+    return os.fspath(path) + fileio.INDEX_SUFFIX
 
 
 @dataclass

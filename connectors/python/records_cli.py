@@ -1,4 +1,4 @@
-"""``tfhadoop records cat | head | count | schema | verify PATH...``: look inside TFRecord files.
+"""``tfhadoop records cat | head | count | schema | verify | index PATH...``: look inside TFRecord files.
 
 PATHs are local files, ``hdfs://`` or fsspec URLs, globs (``'hdfs:///data/part-*'``) or
 directories (their visible files, recursively). Compression comes from the extension
@@ -71,6 +71,13 @@ def register(subparsers) -> None:
                                                "skipped records and bytes (still exit 1 if anything was damaged)."))
     verify.add_argument("--no-progress", action="store_true", help="no progress bar even on a terminal")
     verify.set_defaults(func=_verify)
+
+    index = common(sub.add_parser("index", help="write a record index (<file>.idx) next to each file",
+                                  description="Scan each file once (checking every checksum) and write <file>.idx: one "
+                                              "'<offset> <framed length>' line per record (NVIDIA DALI's tfrecord2idx "
+                                              "layout), for random access and record-range sharding."))
+    index.add_argument("--no-progress", action="store_true", help="no progress bar even on a terminal")
+    index.set_defaults(func=_index)
 
 
 # ------------------------------------------------------------------------------------ helpers
@@ -335,3 +342,22 @@ def _verify(args) -> int:
         progress.close()
     print(f"{len(files)} file(s), {total} good records, {damaged} damaged file(s)")
     return 1 if damaged else 0
+
+
+def _index(args) -> int:
+    from tfhadoop.connectors.errors import TFRecordError
+    from tfhadoop.connectors.index import build_index
+
+    if args.skip_corrupt:
+        raise CommandError("an index of a damaged file would be wrong: run `verify` and repair it first")
+    for path in _files(args):
+        if path.endswith(".idx"):
+            continue
+        try:
+            idx = build_index(path, _compression(args))
+        except TFRecordError as exc:
+            raise CommandError(str(exc)) from None
+        except OSError as exc:
+            raise CommandError(f"{path}: {exc}") from None
+        print(f"{path}.idx: {len(idx)} records")
+    return 0

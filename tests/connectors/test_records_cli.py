@@ -104,7 +104,7 @@ def test_user_errors(tmp_path, capsys):
 
 def test_help_everywhere(capsys):
     for argv in (["records", "--help"], ["records", "cat", "--help"], ["records", "head", "--help"], ["records", "count", "--help"],
-                 ["records", "schema", "--help"], ["records", "verify", "--help"]):
+                 ["records", "schema", "--help"], ["records", "verify", "--help"], ["records", "index", "--help"]):
         with pytest.raises(SystemExit) as exc:
             main(argv)
         assert exc.value.code == 0
@@ -138,3 +138,16 @@ def test_progress_bar_only_on_a_terminal(files, capsys, monkeypatch):
     assert "B/s" in err or "%" in err or "it/s" in err, err
     assert main(["records", "count", "--no-progress", str(d / "part-1.tfrecord")]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_index_command(files, capsys):
+    from tfhadoop.connectors.index import load_index
+
+    d, ex = files
+    assert main(["records", "index", str(d / "part-*")]) == 0
+    assert "part-1.tfrecord.idx: 10 records" in capsys.readouterr().out
+    assert load_index(str(d / "part-1.tfrecord")).record(3) == ex[23]
+    assert load_index(str(d / "part-0.tfrecord.gz")).record(19) == ex[19]
+    # Index files next to the data are not data.
+    assert main(["records", "count", str(d)]) == 0
+    assert capsys.readouterr().out.strip() == "30"
