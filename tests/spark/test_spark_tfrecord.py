@@ -337,3 +337,28 @@ def test_schema_inference_reads_all_files(spark, tmp_path):
     # sampling reads a share of the files only: the feature of file 4 alone may be missed
     sampled = read_tfrecord(spark, local(d), sampling_ratio=0.2)
     assert "id" in sampled.columns and len(sampled.columns) < 4
+
+
+def test_struct_columns_flatten_to_dotted_features(spark, tmp_path):
+    schema = T.StructType([
+        T.StructField("id", T.LongType()),
+        T.StructField("user", T.StructType([
+            T.StructField("name", T.StringType()),
+            T.StructField("geo", T.StructType([T.StructField("lat", T.FloatType()), T.StructField("tags", T.ArrayType(T.LongType()))])),
+        ])),
+    ])
+    rows = [(1, ("ann", (1.5, [1, 2]))), (2, ("bob", None)), (3, None)]
+    out = tmp_path / "structs"
+    write_tfrecord(spark.createDataFrame(rows, schema), local(out))
+    feats = {ex.features.feature["id"].int64_list.value[0]: ex.features.feature for ex in tf_examples(part_files(out))}
+    assert feats[1]["user.name"].bytes_list.value == [b"ann"]
+    assert feats[1]["user.geo.lat"].float_list.value == [1.5]
+    assert list(feats[1]["user.geo.tags"].int64_list.value) == [1, 2]
+    assert set(feats[2].keys()) == {"id", "user.name"} and set(feats[3].keys()) == {"id"}
+    back = {r["id"]: r for r in read_tfrecord(spark, local(out), schema=schema).collect()}
+    assert back[1]["user"]["name"] == "ann" and back[1]["user"]["geo"]["tags"] == [1, 2]
+    assert back[1]["user"]["geo"]["lat"] == 1.5
+    assert back[2]["user"]["name"] == "bob" and back[2]["user"]["geo"] is None
+    assert back[3]["user"] is None
+    # without a schema the features stay flat, with their dotted names
+    assert "user.geo.lat" in read_tfrecord(spark, local(out)).columns

@@ -26,7 +26,8 @@ import tfhadoop.example.FeatureList;
  * int64_list 0/1; date → int64_list (days since epoch); timestamp → int64_list (microseconds since
  * epoch); float → float_list; double and decimal → float_list (TensorFlow has no float64 or decimal
  * feature: values are rounded to float32); string → bytes_list (UTF-8); binary → bytes_list; arrays
- * of these → lists; arrays of arrays → a FeatureList (SequenceExample only). Null values omit the
+ * of these → lists; arrays of arrays → a FeatureList (SequenceExample only); struct fields → features
+ * named {@code parent.child} (see RowEncoder). Null values omit the
  * feature; null array elements are an error.
  */
 abstract class ColumnEncoder {
@@ -61,7 +62,7 @@ abstract class ColumnEncoder {
       return Feature.BYTES;
     }
     throw new IllegalArgumentException("tfrecord cannot write column " + column + " of type " + t.simpleString()
-        + ": supported are numeric, boolean, date, timestamp, string, binary and arrays of them"
+        + ": supported are numeric, boolean, date, timestamp, string, binary, arrays of them and structs of all these"
         + " (arrays of arrays with recordType=SequenceExample)");
   }
 

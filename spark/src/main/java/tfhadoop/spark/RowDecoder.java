@@ -1,10 +1,13 @@
 package tfhadoop.spark;
 
 import java.io.IOException;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
+import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import tfhadoop.example.ExampleDecoder;
@@ -13,21 +16,34 @@ import tfhadoop.example.FeatureList;
 import tfhadoop.tfrecord.TFRecordReader;
 
 /**
- * Decodes records into rows of the required data columns followed by constant partition values.
- * Built once per task from the schema: features not in the schema are skipped undecoded (column
- * pruning), missing features become nulls.
+ * Decodes records into rows of the read schema: data columns from features, partition columns as
+ * constants. Built once per task from the schema: features not in the schema are skipped
+ * undecoded (column pruning), missing features become nulls. A struct column {@code s} is read
+ * from the flattened features {@code s.a}, {@code s.b}, ... (as the writer stores structs); it is
+ * null when none of them is present.
  */
 final class RowDecoder implements ExampleDecoder.Sink {
+  /** A column or struct field: a leaf feature slot, or a struct of children. */
+  private static final class Node {
+    final int slot;
+    final Node[] children;
+
+    Node(int slot, Node[] children) {
+      this.slot = slot;
+      this.children = children;
+    }
+  }
+
   private final RecordType recordType;
-  private final int width;
   private final Object[] constants;
   private final int[] dataPositions;
+  private final Node[] nodes;
   private final Map<String, Integer> slots = new HashMap<>();
-  private final FeatureConverter[] converters;
-  private final Feature[] features;
-  private final FeatureList[] lists;
-  private final boolean[] present;
-  private final boolean[] presentList;
+  private final List<FeatureConverter> converters = new ArrayList<>();
+  private Feature[] features;
+  private FeatureList[] lists;
+  private boolean[] present;
+  private boolean[] presentList;
   private final ExampleDecoder decoder = new ExampleDecoder();
 
   /**
@@ -38,30 +54,45 @@ final class RowDecoder implements ExampleDecoder.Sink {
   RowDecoder(RecordType recordType, StructType readSchema, Object[] constants, boolean[] isPartition) {
     this.recordType = recordType;
     StructField[] fields = readSchema.fields();
-    this.width = fields.length;
     this.constants = constants;
     int n = 0;
     for (boolean p : isPartition) {
       n += p ? 0 : 1;
     }
     this.dataPositions = new int[n];
-    this.converters = new FeatureConverter[n];
-    this.features = new Feature[n];
-    this.lists = new FeatureList[n];
-    this.present = new boolean[n];
-    this.presentList = new boolean[n];
+    this.nodes = new Node[n];
     int k = 0;
-    for (int i = 0; i < width; i++) {
+    for (int i = 0; i < fields.length; i++) {
       if (isPartition[i]) {
         continue;
       }
       dataPositions[k] = i;
-      slots.put(fields[i].name(), k);
-      converters[k] = FeatureConverter.forType(fields[i].name(), fields[i].dataType());
-      features[k] = new Feature();
-      lists[k] = new FeatureList();
-      k++;
+      nodes[k++] = node(fields[i].name(), fields[i].dataType());
     }
+    int slotsN = converters.size();
+    features = new Feature[slotsN];
+    lists = new FeatureList[slotsN];
+    present = new boolean[slotsN];
+    presentList = new boolean[slotsN];
+    for (int s = 0; s < slotsN; s++) {
+      features[s] = new Feature();
+      lists[s] = new FeatureList();
+    }
+  }
+
+  private Node node(String name, DataType type) {
+    if (type instanceof StructType && recordType != RecordType.BYTE_ARRAY) {
+      StructField[] f = ((StructType) type).fields();
+      Node[] children = new Node[f.length];
+      for (int i = 0; i < f.length; i++) {
+        children[i] = node(name + "." + f[i].name(), f[i].dataType());
+      }
+      return new Node(-1, children);
+    }
+    int slot = converters.size();
+    slots.put(name, slot);
+    converters.add(FeatureConverter.forType(name, type));
+    return new Node(slot, null);
   }
 
   InternalRow decode(TFRecordReader r) throws IOException {
@@ -80,17 +111,30 @@ final class RowDecoder implements ExampleDecoder.Sink {
       } else {
         decoder.decodeExample(r.buffer(), r.recordStart(), r.recordLength(), this);
       }
-      for (int i = 0; i < dataPositions.length; i++) {
-        if (presentList[i]) {
-          values[dataPositions[i]] = converters[i].convertList(lists[i]);
-        } else if (present[i]) {
-          values[dataPositions[i]] = converters[i].convert(features[i]);
-        }
+      for (int i = 0; i < nodes.length; i++) {
+        values[dataPositions[i]] = value(nodes[i]);
       }
     } catch (IOException e) {
       throw new IOException(e.getMessage() + " (record at " + r.recordOffset() + " in " + r.file() + ")", e);
     }
     return new GenericInternalRow(values);
+  }
+
+  private Object value(Node n) throws IOException {
+    if (n.children == null) {
+      int s = n.slot;
+      if (presentList[s]) {
+        return converters.get(s).convertList(lists[s]);
+      }
+      return present[s] ? converters.get(s).convert(features[s]) : null;
+    }
+    Object[] v = new Object[n.children.length];
+    boolean any = false;
+    for (int i = 0; i < v.length; i++) {
+      v[i] = value(n.children[i]);
+      any |= v[i] != null;
+    }
+    return any ? new GenericInternalRow(v) : null;
   }
 
   @Override

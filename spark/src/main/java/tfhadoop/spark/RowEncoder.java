@@ -1,6 +1,8 @@
 package tfhadoop.spark;
 
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.types.BinaryType;
 import org.apache.spark.sql.types.DataType;
@@ -17,18 +19,31 @@ import tfhadoop.example.FeatureList;
  * Built once per task from the schema; all buffers are reused across rows.
  */
 final class RowEncoder {
+  /** Where a leaf column sits: ordinals from the top row down through structs, and struct widths. */
+  private static final class Leaf {
+    final int[] path;
+    final int[] widths;
+
+    Leaf(int[] path, int[] widths) {
+      this.path = path;
+      this.widths = widths;
+    }
+  }
+
   private final RecordType recordType;
   private final int[] ordinals;
-  private final byte[][] names;
-  private final ColumnEncoder[] encoders;
-  private final Feature[] features;
-  private final FeatureList[] lists;
-  private final byte[][] outNames;
-  private final Feature[] outFeatures;
-  private final byte[][] outListNames;
-  private final FeatureList[] outLists;
+  private final Leaf[] leaves;
+  private byte[][] names;
+  private ColumnEncoder[] encoders;
+  private Feature[] features;
+  private FeatureList[] lists;
+  private byte[][] outNames;
+  private Feature[] outFeatures;
+  private byte[][] outListNames;
+  private FeatureList[] outLists;
   private final ExampleEncoder encoder = new ExampleEncoder();
   private final boolean rawIsString;
+  private final int width;
   private byte[] raw;
   private int rawLength;
 
@@ -49,9 +64,21 @@ final class RowEncoder {
         throw new IllegalArgumentException("recordType=ByteArray writes exactly one binary (or string) column, got "
             + schema.simpleString());
       }
+      leaves = null;
     } else {
+      List<StructField> flat = new ArrayList<>();
+      List<Leaf> where = new ArrayList<>();
+      for (int o : ordinals) {
+        flatten(fields[o], fields[o].name(), new int[] {o}, new int[0], flat, where);
+      }
+      n = flat.size();
+      names = new byte[n][];
+      encoders = new ColumnEncoder[n];
+      features = new Feature[n];
+      lists = new FeatureList[n];
+      leaves = where.toArray(new Leaf[0]);
       for (int i = 0; i < n; i++) {
-        StructField f = fields[ordinals[i]];
+        StructField f = flat.get(i);
         names[i] = f.name().getBytes(StandardCharsets.UTF_8);
         if (ColumnEncoder.isNested(f.dataType())) {
           if (recordType != RecordType.SEQUENCE_EXAMPLE) {
@@ -67,9 +94,28 @@ final class RowEncoder {
       }
     }
     outNames = new byte[n][];
+    this.width = n;
     outFeatures = new Feature[n];
     outListNames = new byte[n][];
     outLists = new FeatureList[n];
+  }
+
+  /** Struct fields become features named parent.child (recursively); other columns are leaves. */
+  private static void flatten(StructField f, String name, int[] path, int[] widths, List<StructField> out,
+      List<Leaf> where) {
+    if (f.dataType() instanceof StructType) {
+      StructField[] children = ((StructType) f.dataType()).fields();
+      int[] w = java.util.Arrays.copyOf(widths, widths.length + 1);
+      w[widths.length] = children.length;
+      for (int c = 0; c < children.length; c++) {
+        int[] p = java.util.Arrays.copyOf(path, path.length + 1);
+        p[path.length] = c;
+        flatten(children[c], name + "." + children[c].name(), p, w, out, where);
+      }
+      return;
+    }
+    out.add(new StructField(name, f.dataType(), true, f.metadata()));
+    where.add(new Leaf(path, widths));
   }
 
   /** Encodes a row; the bytes are {@link #buffer()}[0, {@link #length()}). */
@@ -82,17 +128,23 @@ final class RowEncoder {
     }
     int nf = 0;
     int nl = 0;
-    for (int i = 0; i < ordinals.length; i++) {
-      int o = ordinals[i];
-      if (row.isNullAt(o)) {
+    for (int i = 0; i < width; i++) {
+      Leaf leaf = leaves[i];
+      InternalRow r = row;
+      int last = leaf.path.length - 1;
+      for (int k = 0; k < last && r != null; k++) {
+        r = r.isNullAt(leaf.path[k]) ? null : r.getStruct(leaf.path[k], leaf.widths[k]);
+      }
+      int o = leaf.path[last];
+      if (r == null || r.isNullAt(o)) {
         continue;
       }
       if (encoders[i] instanceof ColumnEncoder.Nested) {
-        ((ColumnEncoder.Nested) encoders[i]).fill(lists[i], row, o);
+        ((ColumnEncoder.Nested) encoders[i]).fill(lists[i], r, o);
         outListNames[nl] = names[i];
         outLists[nl++] = lists[i];
       } else {
-        ((ColumnEncoder.Single) encoders[i]).fill(features[i], row, o);
+        ((ColumnEncoder.Single) encoders[i]).fill(features[i], r, o);
         outNames[nf] = names[i];
         outFeatures[nf++] = features[i];
       }
