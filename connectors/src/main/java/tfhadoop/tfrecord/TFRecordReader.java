@@ -281,13 +281,12 @@ public final class TFRecordReader implements Closeable {
       bufStart += off;
       lim = keep;
     }
-    if (n > buf.length) {
-      long size = Math.max(n, Math.min((long) buf.length * 2, Integer.MAX_VALUE - 16));
-      byte[] b = new byte[(int) size];
-      System.arraycopy(buf, 0, b, 0, lim);
-      buf = b;
-    }
     while (lim < n) {
+      if (lim == buf.length) {
+        // grow by doubling as data arrives, so a bogus length never allocates more than ~2x the data
+        long size = Math.min(n, Math.min((long) buf.length * 2, Integer.MAX_VALUE - 16));
+        buf = java.util.Arrays.copyOf(buf, (int) size);
+      }
       int r = in.read(buf, lim, buf.length - lim);
       if (r < 0) {
         eof = true;

@@ -220,4 +220,33 @@ public class CorruptInputTest {
       assertEquals(1, r.corruptRecords());
     }
   }
+
+  /** A header claiming a 1 GiB record in a short gzip stream: skipped without a 1 GiB buffer. */
+  @Test
+  public void hugeBogusLengthInCompressedStreamIsSkippedCheaply() throws Exception {
+    byte[] fake = new byte[12];
+    long len = 1L << 30;
+    for (int k = 0; k < 8; k++) {
+      fake[k] = (byte) (len >>> (8 * k));
+    }
+    TFRecordWriter.putIntLE(fake, 8, Crc32c.maskedCrc(Crc32c.newChecksum(), fake, 0, 8));
+    byte[] b = new byte[fake.length + clean.length];
+    System.arraycopy(fake, 0, b, 0, fake.length);
+    System.arraycopy(clean, 0, b, fake.length, clean.length);
+    java.io.ByteArrayOutputStream bo = new java.io.ByteArrayOutputStream();
+    try (java.util.zip.GZIPOutputStream gz = new java.util.zip.GZIPOutputStream(bo)) {
+      gz.write(b);
+    }
+    Path p = TestFiles.write(dir, "fake.tfrecord.gz", bo.toByteArray());
+    try (TFRecordReader r = TFRecordFiles.open(p, conf, SKIP)) {
+      int n = 0;
+      while (r.next()) {
+        assertArrayEquals(records.get(n++), r.copyRecord());
+      }
+      assertEquals(records.size(), n);
+      assertEquals(1, r.corruptRecords());
+      assertEquals(12, r.skippedBytes());
+      assertTrue("buffer stayed small", r.buffer().length < 1 << 20);
+    }
+  }
 }
