@@ -177,7 +177,9 @@ def test_urgent_queue_preempts_a_training_container(hadoop_cluster, skein_client
         # What Skein reports: the container FAILED, with YARN's diagnostics as its exit message.
         assert all(c.state == "FAILED" for c in lost)
         assert all(c.exit_message == "Container preempted by scheduler" for c in lost)
-        _wait(lambda: len(urgent.get_containers(states=["RUNNING"])) == 3, 60, "urgent's containers")
+        # The freed resources go to `urgent` (how many of its 3 run depends on how much each
+        # preemption round takes back; one is enough to show the hand-over).
+        _wait(lambda: urgent.get_containers(states=["RUNNING"]), 90, "a running container in urgent")
         lost_ids = {c.yarn_container_id for c in lost}
         # What YARN recorded: exit status -102 (PREEMPTED) for exactly those containers.
         exits = _wait(lambda: [e for e in container_exits(hadoop_cluster.conf, filler.id)
