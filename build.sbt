@@ -108,3 +108,6 @@ lazy val tfhadoop = (project in file("target/tfhadoop-build"))
       out
     },
   )
+
+// `tools/sbt jars`: the user jar and the embedded cluster's classpath files, into jars/.
+addCommandAlias("jars", ";tfhadoop/copyJar;cluster/writeClusterClasspath")

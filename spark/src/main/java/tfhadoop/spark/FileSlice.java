@@ -1,9 +1,7 @@
 package tfhadoop.spark;
 
-import org.apache.spark.sql.connector.read.InputPartition;
-
-/** One task's input: a byte range of one file plus that file's partition values (raw strings). */
-final class FileSlice implements InputPartition {
+/** A byte range of one file plus that file's partition values (raw strings). */
+final class FileSlice implements java.io.Serializable {
   private static final long serialVersionUID = 1L;
   final String path;
   final long start;
@@ -19,8 +17,7 @@ final class FileSlice implements InputPartition {
     this.hosts = hosts;
   }
 
-  @Override
-  public String[] preferredLocations() {
+  String[] preferredLocations() {
     return hosts;
   }
 

@@ -3,7 +3,6 @@ package tfhadoop.spark;
 import org.apache.spark.sql.connector.metric.CustomMetric;
 import org.apache.spark.sql.connector.metric.CustomSumMetric;
 import org.apache.spark.sql.connector.metric.CustomTaskMetric;
-import tfhadoop.tfrecord.TFRecordReader;
 
 /** Spark SQL metrics of the scan: corrupt records and bytes skipped (with skipCorrupt). */
 final class ReadMetrics {
@@ -41,8 +40,8 @@ final class ReadMetrics {
     return new CustomMetric[] {new CorruptRecords(), new CorruptBytes()};
   }
 
-  static CustomTaskMetric[] values(final TFRecordReader r) {
-    return new CustomTaskMetric[] {task(RECORDS, r.corruptRecords()), task(BYTES, r.skippedBytes())};
+  static CustomTaskMetric[] values(long records, long bytes) {
+    return new CustomTaskMetric[] {task(RECORDS, records), task(BYTES, bytes)};
   }
 
   private static CustomTaskMetric task(final String name, final long value) {

@@ -9,25 +9,52 @@ import org.slf4j.LoggerFactory;
 import tfhadoop.tfrecord.Configurations;
 import tfhadoop.tfrecord.TFRecordReader;
 
-/** Rows of one slice; reports skipped corrupt records as task metrics and a log line. */
+/** Rows of a task's slices, one after another; reports skipped corrupt records as metrics and logs. */
 final class TFRecordPartitionReader implements PartitionReader<InternalRow> {
   private static final Logger LOG = LoggerFactory.getLogger(TFRecordPartitionReader.class);
-  private final TFRecordReader reader;
-  private final RowDecoder decoder;
+  private final FileSlice[] slices;
+  private final TFRecordReaderFactory factory;
+  private int next;
+  private TFRecordReader reader;
+  private RowDecoder decoder;
   private InternalRow row;
+  private long corruptRecords;
+  private long corruptBytes;
 
-  TFRecordPartitionReader(TFRecordReader reader, RowDecoder decoder) {
-    this.reader = reader;
-    this.decoder = decoder;
+  TFRecordPartitionReader(FileSlice[] slices, TFRecordReaderFactory factory) {
+    this.slices = slices;
+    this.factory = factory;
   }
 
   @Override
   public boolean next() throws IOException {
-    if (!reader.next()) {
-      return false;
+    while (true) {
+      if (reader == null) {
+        if (next >= slices.length) {
+          return false;
+        }
+        FileSlice s = slices[next++];
+        decoder = factory.decoder(s);
+        reader = factory.open(s);
+      }
+      if (reader.next()) {
+        row = decoder.decode(reader);
+        return true;
+      }
+      finishSlice();
     }
-    row = decoder.decode(reader);
-    return true;
+  }
+
+  private void finishSlice() throws IOException {
+    corruptRecords += reader.corruptRecords();
+    corruptBytes += reader.skippedBytes();
+    String summary = Configurations.skipSummary(reader);
+    if (summary != null) {
+      LOG.warn(summary);
+    }
+    TFRecordReader r = reader;
+    reader = null;
+    r.close();
   }
 
   @Override
@@ -37,15 +64,15 @@ final class TFRecordPartitionReader implements PartitionReader<InternalRow> {
 
   @Override
   public CustomTaskMetric[] currentMetricsValues() {
-    return ReadMetrics.values(reader);
+    long records = corruptRecords + (reader == null ? 0 : reader.corruptRecords());
+    long bytes = corruptBytes + (reader == null ? 0 : reader.skippedBytes());
+    return ReadMetrics.values(records, bytes);
   }
 
   @Override
   public void close() throws IOException {
-    String summary = Configurations.skipSummary(reader);
-    if (summary != null) {
-      LOG.warn(summary);
+    if (reader != null) {
+      finishSlice();
     }
-    reader.close();
   }
 }

@@ -1,7 +1,6 @@
 package tfhadoop.spark;
 
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import org.apache.hadoop.fs.Path;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.connector.read.InputPartition;
@@ -19,6 +18,7 @@ import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.unsafe.types.UTF8String;
 import tfhadoop.tfrecord.TFRecordFiles;
+import tfhadoop.tfrecord.TFRecordReader;
 
 /** Creates a row reader per slice; shipped to executors with the options and Hadoop conf. */
 final class TFRecordReaderFactory implements PartitionReaderFactory {
@@ -37,7 +37,11 @@ final class TFRecordReaderFactory implements PartitionReaderFactory {
 
   @Override
   public PartitionReader<InternalRow> createReader(InputPartition partition) {
-    FileSlice slice = (FileSlice) partition;
+    return new TFRecordPartitionReader(((SliceGroup) partition).slices, this);
+  }
+
+  /** A decoder for one slice (its partition values become constants). */
+  RowDecoder decoder(FileSlice slice) {
     StructField[] fields = readSchema.fields();
     Object[] constants = new Object[fields.length];
     boolean[] isPartition = new boolean[fields.length];
@@ -49,13 +53,11 @@ final class TFRecordReaderFactory implements PartitionReaderFactory {
         }
       }
     }
-    RowDecoder decoder = new RowDecoder(options.recordType, readSchema, constants, isPartition);
-    try {
-      return new TFRecordPartitionReader(
-          TFRecordFiles.open(new Path(slice.path), conf.get(), slice.start, slice.length, options.tfrecord), decoder);
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
+    return new RowDecoder(options.recordType, readSchema, constants, isPartition);
+  }
+
+  TFRecordReader open(FileSlice slice) throws IOException {
+    return TFRecordFiles.open(new Path(slice.path), conf.get(), slice.start, slice.length, options.tfrecord);
   }
 
   private static Object partitionValue(String v, StructField f) {

@@ -78,8 +78,9 @@ final class TFRecordScan implements Scan, Batch {
     FileIndex index = index();
     long maxBytes = options.maxPartitionBytes > 0 ? options.maxPartitionBytes
         : parseBytes(SparkSession.active().conf().get("spark.sql.files.maxPartitionBytes", "134217728"));
+    long openCost = parseBytes(SparkSession.active().conf().get("spark.sql.files.openCostInBytes", "4194304"));
     StructField[] pfields = index.partitionSchema.fields();
-    List<InputPartition> out = new ArrayList<>();
+    List<FileSlice> out = new ArrayList<>();
     for (FileIndex.DataFile f : index.files) {
       String[] pv = new String[pfields.length];
       for (int i = 0; i < pfields.length; i++) {
@@ -97,7 +98,35 @@ final class TFRecordScan implements Scan, Batch {
         }
       }
     }
-    return out.toArray(new InputPartition[0]);
+    return pack(out, maxBytes, openCost);
+  }
+
+  /** Packs slices into groups of about maxBytes (each costing at least openCost), largest first. */
+  static InputPartition[] pack(List<FileSlice> slices, long maxBytes, long openCost) {
+    List<FileSlice> sorted = new ArrayList<>(slices);
+    java.util.Collections.sort(sorted, new java.util.Comparator<FileSlice>() {
+      @Override
+      public int compare(FileSlice a, FileSlice b) {
+        return Long.compare(b.length, a.length);
+      }
+    });
+    List<InputPartition> groups = new ArrayList<>();
+    List<FileSlice> current = new ArrayList<>();
+    long size = 0;
+    for (FileSlice s : sorted) {
+      long cost = Math.max(s.length, 0) + openCost;
+      if (!current.isEmpty() && size + cost > maxBytes) {
+        groups.add(new SliceGroup(current.toArray(new FileSlice[0])));
+        current.clear();
+        size = 0;
+      }
+      current.add(s);
+      size += cost;
+    }
+    if (!current.isEmpty()) {
+      groups.add(new SliceGroup(current.toArray(new FileSlice[0])));
+    }
+    return groups.toArray(new InputPartition[0]);
   }
 
   private static String[] hosts(FileStatus st, Configuration conf, long start, long len) {
