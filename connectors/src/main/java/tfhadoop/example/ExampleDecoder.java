@@ -17,6 +17,14 @@ public final class ExampleDecoder {
 
     /** FeatureList to decode SequenceExample list {@code name} into, or null to skip it. */
     FeatureList featureList(String name);
+
+    /**
+     * Same as {@link #feature(String)} with the name as UTF-8 bytes; sinks that look names up by
+     * bytes override this to avoid a String per feature per record.
+     */
+    default Feature feature(byte[] buf, int off, int len) {
+      return feature(new String(buf, off, len, java.nio.charset.StandardCharsets.UTF_8));
+    }
   }
 
   private byte[] b;
@@ -68,14 +76,16 @@ public final class ExampleDecoder {
       }
       int entryEnd = len();
       entryEnd += p;
-      String name = "";
+      int nameStart = p;
+      int nameLen = 0;
       int valueStart = -1;
       int valueEnd = -1;
       while (p < entryEnd) {
         int t = varint32();
         if (t == (1 << 3 | 2)) {
           int n = len();
-          name = new String(b, p, n, java.nio.charset.StandardCharsets.UTF_8);
+          nameStart = p;
+          nameLen = n;
           p += n;
         } else if (t == (2 << 3 | 2)) {
           int n = len();
@@ -87,7 +97,7 @@ public final class ExampleDecoder {
         }
       }
       check(entryEnd);
-      Feature f = sink.feature(name);
+      Feature f = sink.feature(b, nameStart, nameLen);
       if (f != null) {
         f.clear(Feature.NONE);
         if (valueStart >= 0) {

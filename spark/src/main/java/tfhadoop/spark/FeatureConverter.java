@@ -19,6 +19,7 @@ import org.apache.spark.sql.types.LongType;
 import org.apache.spark.sql.types.ShortType;
 import org.apache.spark.sql.types.StringType;
 import org.apache.spark.sql.types.TimestampType;
+import org.apache.spark.unsafe.Platform;
 import org.apache.spark.unsafe.types.UTF8String;
 import tfhadoop.example.Feature;
 import tfhadoop.example.FeatureList;
@@ -182,10 +183,10 @@ abstract class FeatureConverter {
         return new GenericArrayData(new Object[0]);
       }
       if (f.kind == Feature.INT64 && elem instanceof LongType) {
-        return UnsafeArrayData.fromPrimitiveArray(f.longArray());
+        return UnsafeArrayData.fromPrimitiveArray(f.longs, Platform.LONG_ARRAY_OFFSET, f.count, 8);
       }
       if (f.kind == Feature.FLOAT && elem instanceof FloatType) {
-        return UnsafeArrayData.fromPrimitiveArray(f.floatArray());
+        return UnsafeArrayData.fromPrimitiveArray(f.floats, Platform.FLOAT_ARRAY_OFFSET, f.count, 4);
       }
       Object[] out = new Object[f.count];
       for (int i = 0; i < f.count; i++) {

@@ -45,6 +45,7 @@ final class RowDecoder implements ExampleDecoder.Sink {
   private boolean[] present;
   private boolean[] presentList;
   private final ExampleDecoder decoder = new ExampleDecoder();
+  private final NameTable names;
 
   /**
    * @param readSchema the columns to produce, in order
@@ -69,6 +70,7 @@ final class RowDecoder implements ExampleDecoder.Sink {
       dataPositions[k] = i;
       nodes[k++] = node(fields[i].name(), fields[i].dataType());
     }
+    names = new NameTable(slots);
     int slotsN = converters.size();
     features = new Feature[slotsN];
     lists = new FeatureList[slotsN];
@@ -141,6 +143,16 @@ final class RowDecoder implements ExampleDecoder.Sink {
   public Feature feature(String name) {
     Integer i = slots.get(name);
     if (i == null) {
+      return null;
+    }
+    present[i] = true;
+    return features[i];
+  }
+
+  @Override
+  public Feature feature(byte[] b, int off, int len) {
+    int i = names.get(b, off, len);
+    if (i < 0) {
       return null;
     }
     present[i] = true;
