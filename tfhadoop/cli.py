@@ -16,6 +16,7 @@ import sys
 COMMANDS = {
     "cluster": ("tfhadoop.yarn.cluster_cli", "run the embedded single-host Hadoop cluster (HDFS + YARN)"),
     "records": ("tfhadoop.connectors.records_cli", "read, inspect and verify TFRecord files"),
+    "export": ("tfhadoop.spark.export", "export a Hive table, query or files as a sharded TFRecord dataset"),
     "demo": ("tfhadoop.demo", "run the main job end to end on the embedded cluster"),
 }
 
