@@ -244,6 +244,9 @@ def test_recursive_dirs_and_nested_partitions(spark, tmp_path):
     plain.mkdir(parents=True)
     write_tf_examples(plain / "f.tfrecord", [example(id=[1]), example(id=[2])])
     assert read_tfrecord(spark, local(tmp_path / "plain")).count() == 2
+    # several paths, and globs
+    assert read_tfrecord(spark, [local(out / "a=0"), local(tmp_path / "plain")]).count() == 4 + 2
+    assert read_tfrecord(spark, local(tmp_path) + "/pl*").count() == 2
 
 
 def test_split_reads_every_record_once(spark, tmp_path):
