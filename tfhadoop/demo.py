@@ -99,25 +99,28 @@ def _tfrecord_export(table: str, rows: int) -> None:
     from pyspark.sql import SparkSession
 
     from tfhadoop import hadoop
-    from tfhadoop.connectors.example import decode_example
-    from tfhadoop.connectors.fileio import expand
     from tfhadoop.connectors.tfrecord import read_records
+    from tfhadoop.spark.export import ExportOptions, parse_splits, run_export
     from tfhadoop.spark.session import tfhadoop_jar
-    from tfhadoop.spark.tfrecord import write_tfrecord
 
     if tfhadoop_jar() is None:
         raise CommandError("jars/tfhadoop-*.jar is missing: run `make jars`")
     spark = SparkSession.getActiveSession()
-    out = hadoop.load_conf().default_fs.rstrip("/") + f"/tmp/tfhadoop-demo/{table}"
-    with _step(f"Hive table -> TFRecord shards on HDFS ({out})"):
-        write_tfrecord(spark.table(table).repartition(4), out, mode="overwrite", compression="gzip")
+    out = hadoop.load_conf().default_fs.rstrip("/") + f"/datasets/{table}"
+    with _step(f"tfhadoop export: Hive table -> sharded TFRecord dataset ({out})"):
+        manifest = run_export(spark, ExportOptions(output=out, table=table, shards=4, overwrite=True,
+                                                   splits=parse_splits("train=0.9,eval=0.1"), split_key="id"))
         spark.stop()
-    with _step("shards read back as tf.Examples by the Python library (no TensorFlow import)"):
-        files = [f for f in expand([out]) if ".tfrecord" in f]
-        n, first = 0, None
-        for record in read_records(files):
-            n += 1
-            first = first or decode_example(record)
-        print(f"   {len(files)} shards, {n} Examples; first: {first}")
-        if n != rows:
-            raise CommandError(f"read {n} records back, expected {rows}")
+        for name, split in manifest["splits"].items():
+            print(f"   {name}: {split['records']} records in {', '.join(split['files'])}")
+    with _step("TensorFlow parses the shards with the manifest's parse spec (read by tfhadoop.connectors)"):
+        import tensorflow as tf
+
+        from tfhadoop.connectors.arrow import tf_feature_spec
+
+        records = list(read_records([f"{out}/{f['path']}" for f in manifest["files"]]))
+        parsed = tf.io.parse_example(tf.constant(records), tf_feature_spec(manifest["parse_spec"]))
+        print(f"   {len(records)} Examples; features {sorted(parsed)}; "
+              f"mean label {float(tf.reduce_mean(tf.cast(parsed['label'], tf.float32))):.3f}")
+        if len(records) != rows:
+            raise CommandError(f"read {len(records)} records back, expected {rows}")

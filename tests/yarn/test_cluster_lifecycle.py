@@ -90,6 +90,7 @@ def test_crashed_cluster_recovers_with_its_hdfs_data(tmp_path):
         assert cluster.pid_file.exists() and not cluster.is_running()
         again = cluster.up(small)
         assert again["pid"] != info["pid"]
+        assert again["fs_default"] == info["fs_default"]  # same NameNode port: stored URLs stay valid
         conf = HadoopConf.load(cluster.conf_dir)
         with InsecureClient(conf.webhdfs_url, user="root").read("/keep/me.txt") as reader:
             assert reader.read() == b"survives a crash"

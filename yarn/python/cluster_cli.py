@@ -25,7 +25,7 @@ def register(subparsers) -> None:
     up.add_argument("--nm-memory-mb", type=int, default=8192, help="memory each NodeManager offers (default 8192)")
     up.add_argument("--nm-vcores", type=int, default=8, help="vcores each NodeManager offers (default 8)")
     up.add_argument("--namenode-port", type=int, default=0, help="fixed NameNode RPC port (default: a free one)")
-    up.add_argument("--format", action="store_true", help="wipe existing HDFS data before starting")
+    up.add_argument("--format", action="store_true", help="wipe existing HDFS data (and the Hive metastore that points at it) before starting")
     up.add_argument("--timeout", type=float, default=180, help="seconds to wait for the cluster (default 180)")
     up.set_defaults(func=_up)
     with_state(sub.add_parser("down", help="stop the cluster this state dir started")).set_defaults(func=_down)

@@ -185,9 +185,7 @@ class EmbeddedCluster:
         java = java_executable()
         cluster_cp = _read_classpath("cluster-classpath.txt")
         client_cp = _read_classpath("client-classpath.txt")
-        if options.namenode_port and _port_in_use(options.namenode_port):
-            raise CommandError(f"port {options.namenode_port} (--namenode-port) is in use by another process; "
-                               "choose another port or 0 for a free one")
+        namenode_port = self._namenode_port(options.namenode_port)
         for d in (self.conf_dir, self.bin_dir, self.logs_dir):
             d.mkdir(parents=True, exist_ok=True)
         log4j = self.state_dir / "log4j.properties"
@@ -200,7 +198,7 @@ class EmbeddedCluster:
             "--state-dir", str(self.state_dir), "--conf-dir", str(self.conf_dir),
             "--node-managers", str(options.node_managers), "--gpus-per-node", str(options.gpus_per_node),
             "--nm-memory-mb", str(options.nm_memory_mb), "--nm-vcores", str(options.nm_vcores),
-            "--namenode-port", str(options.namenode_port),
+            "--namenode-port", str(namenode_port),
             "--client-classpath", os.pathsep.join(client_cp),
         ]
         env = dict(os.environ)
@@ -216,6 +214,29 @@ class EmbeddedCluster:
         info = self._wait_ready(proc.pid, t0, timeout, proc)
         self._write_commands(java, client_cp, cluster_cp)
         return info
+
+    def _namenode_port(self, requested: int) -> int:
+        """The NameNode keeps its port across restarts of a state dir: hdfs:// URLs stored in the
+        Hive metastore, manifests and user configs stay valid. The first start picks a free one."""
+        saved_file = self.state_dir / "namenode.port"
+        saved = int(saved_file.read_text()) if saved_file.exists() and not requested else 0
+        port = requested or saved
+        if port and saved and not requested:  # a just-killed JVM may still be closing its sockets
+            deadline = time.monotonic() + 10
+            while _port_in_use(port) and time.monotonic() < deadline:
+                time.sleep(0.2)
+        if port and _port_in_use(port):
+            what = "--namenode-port" if requested else f"the NameNode port of this state dir ({saved_file})"
+            raise CommandError(f"port {port} ({what}) is in use by another process; stop it, or "
+                               + ("choose another port or 0 for a free one" if requested else
+                                  f"remove {saved_file} to take a new port (hdfs:// URLs stored under the old one break)"))
+        if not port:
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                port = s.getsockname()[1]
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        saved_file.write_text(f"{port}\n")
+        return port
 
     def _wait_ready(self, pid: int, t0: float, timeout: float, proc) -> dict:
         while time.monotonic() - t0 < timeout:
@@ -254,7 +275,10 @@ class EmbeddedCluster:
 
         shutil.rmtree(self.state_dir / "target", ignore_errors=True)
         if format_hdfs:
-            shutil.rmtree(self.state_dir / "hdfs", ignore_errors=True)
+            # the metastore's tables point at the wiped HDFS data: wipe it too
+            for name in ("hdfs", "metastore", "namenode.port"):
+                path = self.state_dir / name
+                shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
 
     def _write_commands(self, java: str, client_cp: list[str], cluster_cp: list[str]) -> None:
         fields = dict(

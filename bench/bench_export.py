@@ -1,0 +1,83 @@
+"""Export throughput: `tfhadoop export` of a Hive table to sharded TFRecords on the embedded HDFS vs
+writing the same table as Parquet to the same HDFS, in one run and one Spark session.
+
+    .venv/bin/python bench/bench_export.py --rows 1000000
+
+Prints seconds, rows/s and the ratio export/Parquet (target >= 0.8) for uncompressed output
+(export compression=none vs Parquet uncompressed) and compressed output (gzip vs Parquet's
+default snappy). Starts the embedded cluster in a temporary state dir unless HADOOP_CONF_DIR or
+--state-dir points at a running one.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import time
+import uuid
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--shards", type=int, default=8)
+    ap.add_argument("--repeat", type=int, default=2, help="best of N runs per variant")
+    ap.add_argument("--state-dir", help="a running embedded cluster to use")
+    args = ap.parse_args()
+
+    from tfhadoop.yarn.embedded import EmbeddedCluster
+
+    cluster = None
+    if not os.environ.get("HADOOP_CONF_DIR"):
+        cluster = EmbeddedCluster(args.state_dir or tempfile.mkdtemp(prefix="tfhadoop-bench-"))
+        started = not cluster.is_running()
+        cluster.up()
+        os.environ["TFHADOOP_STATE_DIR"] = str(cluster.state_dir)
+    from tfhadoop import hadoop
+    from tfhadoop.spark.export import ExportOptions, run_export
+    from tfhadoop.spark.session import hive_session
+
+    conf = hadoop.use_cluster(cluster.state_dir if cluster else None)
+    spark = hive_session("bench-export", extra_conf={"spark.driver.memory": "4g", "spark.ui.enabled": "false"})
+    spark.sparkContext.setLogLevel("ERROR")
+    table = f"bench_export_{uuid.uuid4().hex[:6]}"
+    spark.range(args.rows, numPartitions=4).selectExpr(
+        "id", "cast(id % 1000 as int) as i", "cast(id as float) / 3 as f", "concat('name-', id) as s",
+        "transform(sequence(1, 32), k -> cast(k * id as float)) as fa",
+        "array(concat('a', id % 7), concat('b', id % 11), 'c') as sa", "cast(id % 2 as bigint) as label",
+    ).write.format("parquet").saveAsTable(table)
+    base = conf.default_fs.rstrip("/") + f"/bench/{table}"
+
+    def best(fn):
+        times = []
+        for _ in range(args.repeat):
+            t0 = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t0)
+        return min(times)
+
+    def export(compression):
+        return lambda: run_export(spark, ExportOptions(output=f"{base}/tfr-{compression}", table=table,
+                                                       shards=args.shards, compression=compression, overwrite=True))
+
+    def parquet(codec):
+        return lambda: spark.table(table).repartition(args.shards).write.mode("overwrite") \
+            .option("compression", codec).parquet(f"{base}/parquet-{codec}")
+
+    results = {"rows": args.rows, "shards": args.shards}
+    for label, ours, peer in (("uncompressed", export("none"), parquet("none")),
+                              ("compressed", export("gzip"), parquet("snappy"))):
+        t_ours, t_peer = best(ours), best(peer)
+        results[label] = {"export_s": round(t_ours, 2), "parquet_s": round(t_peer, 2),
+                          "export_rows_per_s": round(args.rows / t_ours), "parquet_rows_per_s": round(args.rows / t_peer),
+                          "ratio_export_vs_parquet": round(t_peer / t_ours, 2)}
+    print(json.dumps(results, indent=2))
+    spark.stop()
+    if cluster is not None and started:
+        cluster.down()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,24 @@
+"""`make demo` end to end: `tfhadoop demo` on a cluster of its own (up, Skein app, Hive table,
+export, TensorFlow parse, down)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+
+@pytest.mark.slow
+def test_demo_runs_end_to_end(tmp_path):
+    env_state = tmp_path / "state"
+    proc = subprocess.run([sys.executable, "-m", "tfhadoop", "demo", "--state-dir", str(env_state), "--rows", "3000"],
+                          capture_output=True, text=True, timeout=900,
+                          env={k: v for k, v in __import__("os").environ.items()
+                               if k not in ("HADOOP_CONF_DIR", "TFHADOOP_STATE_DIR", "TFHADOOP_METASTORE_DIR")})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    out = proc.stdout
+    assert "FINISHED / SUCCEEDED" in out
+    assert "hello from YARN container container_" in out
+    assert "3000 rows" in out and "3000 Examples" in out
+    assert "embedded Hadoop cluster down" in out
+    assert not (env_state / "cluster.json").exists()
