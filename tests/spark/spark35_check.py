@@ -10,7 +10,10 @@ from pyspark.sql import Row, SparkSession
 from pyspark.sql import types as T
 
 jar, out = sys.argv[1], sys.argv[2]
+warehouse = os.path.join(out + "-warehouse")
+shutil.rmtree(warehouse, ignore_errors=True)
 spark = (SparkSession.builder.master("local[2]").config("spark.jars", jar)
+         .config("spark.sql.warehouse.dir", "file://" + warehouse)
          .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "4").getOrCreate())
 spark.sparkContext.setLogLevel("ERROR")
 assert spark.version.startswith("3.5"), spark.version
@@ -61,5 +64,12 @@ raw = spark.createDataFrame([(bytearray(b"abc"),), (bytearray(b""),)], "byteArra
 raw.write.format(fmt).option("recordType", "ByteArray").save(uri("raw"))
 got = sorted(bytes(r[0]) for r in spark.read.format(fmt).option("recordType", "ByteArray").load(uri("raw")).collect())
 assert got == [b"", b"abc"], got
+# SQL catalog tables (resolved through the V1 relation on 3.5)
+spark.sql(f"CREATE TABLE t35 USING tfrecord OPTIONS (path '{uri('typed')}')")
+assert spark.sql("SELECT count(*) FROM t35").collect()[0][0] == 31
+spark.sql(f"CREATE TABLE t35b (id BIGINT, s STRING) USING tfrecord LOCATION '{uri('sqltab')}'")
+spark.sql("INSERT INTO t35b VALUES (1, 'a'), (2, NULL)")
+spark.sql("INSERT OVERWRITE TABLE t35b SELECT 3, 'c'")
+assert [tuple(r) for r in spark.sql("SELECT * FROM t35b").collect()] == [(3, "c")]
 print("SPARK35 OK", spark.version)
 spark.stop()

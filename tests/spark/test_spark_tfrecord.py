@@ -366,3 +366,21 @@ def test_struct_columns_flatten_to_dotted_features(spark, tmp_path):
     assert back[3]["user"] is None
     # without a schema the features stay flat, with their dotted names
     assert "user.geo.lat" in read_tfrecord(spark, local(out)).columns
+
+
+def test_sql_tables_using_tfrecord(spark, tmp_path):
+    spark.sql("DROP TABLE IF EXISTS tfr_sql_a")
+    spark.sql("DROP TABLE IF EXISTS tfr_sql_b")
+    src = tmp_path / "sql_src"
+    write_tfrecord(spark.range(5), local(src))
+    spark.sql(f"CREATE TABLE tfr_sql_a USING tfrecord OPTIONS (path '{local(src)}')")
+    assert spark.sql("SELECT sum(id) FROM tfr_sql_a").collect()[0][0] == 10
+    dst = tmp_path / "sql_dst"
+    spark.sql(f"CREATE TABLE tfr_sql_b (id BIGINT, s STRING) USING tfrecord LOCATION '{local(dst)}'")
+    spark.sql("INSERT INTO tfr_sql_b VALUES (1, 'a'), (2, NULL)")
+    spark.sql("INSERT INTO tfr_sql_b SELECT id, 'x' FROM tfr_sql_a")
+    assert spark.sql("SELECT count(*) FROM tfr_sql_b").collect()[0][0] == 7
+    spark.sql("INSERT OVERWRITE TABLE tfr_sql_b SELECT 9, 'z'")
+    assert [tuple(r) for r in spark.sql("SELECT * FROM tfr_sql_b").collect()] == [(9, "z")]
+    ex = tf_examples(part_files(dst))
+    assert [e.features.feature["s"].bytes_list.value[0] for e in ex] == [b"z"]

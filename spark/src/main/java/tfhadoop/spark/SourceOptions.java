@@ -88,6 +88,9 @@ public final class SourceOptions implements Serializable {
     if (p != null && !p.isEmpty()) {
       out.add(p);
     }
+    if (out.isEmpty() && m.get("location") != null) {
+      out.add(m.get("location")); // a catalog table's location property
+    }
     String ps = m.get("paths");
     if (ps != null && !ps.isEmpty()) {
       out.addAll(JsonStrings.parseArray(ps));

@@ -17,6 +17,8 @@ import org.apache.spark.sql.connector.expressions.Transform;
 import org.apache.spark.sql.sources.BaseRelation;
 import org.apache.spark.sql.sources.CreatableRelationProvider;
 import org.apache.spark.sql.sources.DataSourceRegister;
+import org.apache.spark.sql.sources.RelationProvider;
+import org.apache.spark.sql.sources.SchemaRelationProvider;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 import scala.Tuple2;
@@ -32,7 +34,8 @@ import scala.Tuple2;
  * save mode is decided (ErrorIfExists/Ignore check the path; Append; Overwrite as truncate or,
  * with partitionOverwriteMode=dynamic, dynamic partition overwrite).
  */
-public class TFRecordDataSource implements TableProvider, DataSourceRegister, CreatableRelationProvider {
+public class TFRecordDataSource implements TableProvider, DataSourceRegister, CreatableRelationProvider,
+    RelationProvider, SchemaRelationProvider {
   @Override
   public String shortName() {
     return "tfrecord";
@@ -69,15 +72,34 @@ public class TFRecordDataSource implements TableProvider, DataSourceRegister, Cr
     return new TFRecordTable(schema, partitioning, new SourceOptions(properties));
   }
 
+  /** V1 read entry (catalog tables on Spark 3.5): the schema is inferred. */
   @Override
-  public BaseRelation createRelation(final SQLContext sqlContext, SaveMode mode,
-      scala.collection.immutable.Map<String, String> parameters, final Dataset<Row> data) {
+  public BaseRelation createRelation(SQLContext sqlContext, scala.collection.immutable.Map<String, String> parameters) {
+    Map<String, String> opts = toJava(parameters);
+    return new TFRecordRelation(sqlContext, opts, inferSchema(new CaseInsensitiveStringMap(opts)));
+  }
+
+  /** V1 read entry with the table's schema. */
+  @Override
+  public BaseRelation createRelation(SQLContext sqlContext, scala.collection.immutable.Map<String, String> parameters,
+      StructType schema) {
+    return new TFRecordRelation(sqlContext, toJava(parameters), schema);
+  }
+
+  private static Map<String, String> toJava(scala.collection.immutable.Map<String, String> parameters) {
     Map<String, String> opts = new HashMap<>();
     scala.collection.Iterator<Tuple2<String, String>> it = parameters.iterator();
     while (it.hasNext()) {
       Tuple2<String, String> kv = it.next();
       opts.put(kv._1(), kv._2());
     }
+    return opts;
+  }
+
+  @Override
+  public BaseRelation createRelation(final SQLContext sqlContext, SaveMode mode,
+      scala.collection.immutable.Map<String, String> parameters, final Dataset<Row> data) {
+    Map<String, String> opts = toJava(parameters);
     SourceOptions o = new SourceOptions(opts);
     Path path = new Path(o.outputPath());
     boolean exists;

@@ -29,7 +29,9 @@ final class TFRecordTable implements SupportsRead, SupportsWrite {
     this.schema = schema;
     this.partitioning = partitioning;
     this.options = options;
-    this.writable = "true".equalsIgnoreCase(options.get(SourceOptions.V2_WRITE));
+    // Catalog tables (they carry the reserved "provider" property) take INSERTs directly; path
+    // writes only through the save-mode entry point.
+    this.writable = "true".equalsIgnoreCase(options.get(SourceOptions.V2_WRITE)) || options.get("provider") != null;
   }
 
   @Override
