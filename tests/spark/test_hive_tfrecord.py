@@ -52,3 +52,23 @@ def test_hive_table_stored_as_tfrecord(spark, tmp_path):
     assert set(seen[100].keys()) == {"id"}
     # and the Spark data source reads the Hive table's files too
     assert spark.read.format("tfrecord").load(f"file://{loc}").count() == 26
+
+
+def test_hive_table_gzip_output(spark, tmp_path):
+    spark.sql("DROP TABLE IF EXISTS tfr_hive_gz")
+    loc = tmp_path / "hive_gz"
+    spark.sql(f"CREATE TABLE tfr_hive_gz (id BIGINT, name STRING) {STORED_AS} LOCATION 'file://{loc}' "
+              "TBLPROPERTIES ('tfrecord.compression'='gzip')")
+    with pytest.raises(Exception, match="hive.output.file.extension"):
+        spark.sql("INSERT INTO tfr_hive_gz SELECT id, concat('n', id) FROM range(10)")
+    spark.sql("SET hive.output.file.extension=.tfrecord.gz")
+    try:
+        spark.sql("INSERT INTO tfr_hive_gz SELECT id, concat('n', id) FROM range(10)")
+    finally:
+        spark.sql("RESET hive.output.file.extension")
+    files = [str(p) for p in loc.rglob("*.tfrecord.gz")]
+    assert files
+    ids = sorted(tf.train.Example.FromString(r.numpy()).features.feature["id"].int64_list.value[0]
+                 for r in tf.data.TFRecordDataset(files, compression_type="GZIP"))
+    assert ids == list(range(10))
+    assert sorted(r["id"] for r in spark.sql("SELECT id FROM tfr_hive_gz").collect()) == list(range(10))
