@@ -237,6 +237,10 @@ def test_recursive_dirs_and_nested_partitions(spark, tmp_path):
     out = tmp_path / "nested"
     write_tfrecord(df, local(out), partition_by=["a", "b"])
     assert (out / "a=0" / "b=x0").is_dir()
+    # rows were sorted by partition within each task: one file per (task, partition), never a reopen
+    names = [os.path.basename(f) for f in part_files(out)]
+    assert not any(n.startswith("part-c") for n in names), names
+    assert len(names) <= 2 * df.rdd.getNumPartitions()
     back = read_tfrecord(spark, local(out))
     assert sorted((r["id"], r["a"], r["b"]) for r in back.collect()) == [(i, i % 2, f"x{i % 2}") for i in range(8)]
     # plain nested directories (no key=value) are read recursively

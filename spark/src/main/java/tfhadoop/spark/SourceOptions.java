@@ -50,7 +50,8 @@ public final class SourceOptions implements Serializable {
     }
     this.inferSchemaMaxRecords = (long) parseDouble(lower, "inferschemamaxrecords", Long.MAX_VALUE);
     this.recursiveFileLookup = Boolean.parseBoolean(lower.getOrDefault("recursivefilelookup", "false"));
-    this.maxPartitionBytes = (long) parseDouble(lower, "maxpartitionbytes", -1);
+    String mpb = lower.get("maxpartitionbytes");
+    this.maxPartitionBytes = mpb == null || mpb.trim().isEmpty() ? -1 : TFRecordScan.parseBytes(mpb);
   }
 
   public String get(String key) {

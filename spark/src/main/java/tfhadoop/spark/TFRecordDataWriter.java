@@ -15,7 +15,7 @@ import tfhadoop.tfrecord.TFRecordFiles;
 import tfhadoop.tfrecord.TFRecordWriter;
 
 /**
- * One task attempt's writer: a file per partition directory, under the job's temporary dir, named
+ * One task attempt's writer: one file open at a time (rows arrive sorted by partition), under the job's temporary dir, named
  * with the partition, task attempt and job ids so attempts never collide. Nothing is visible in the
  * output until the driver's job commit moves committed files.
  */
@@ -24,7 +24,9 @@ final class TFRecordDataWriter implements DataWriter<InternalRow> {
   private final Configuration conf;
   private final String fileName;
   private final RowEncoder encoder;
-  private final Map<String, TFRecordWriter> open = new HashMap<>();
+  private final Map<String, Integer> filesPerDir = new HashMap<>();
+  private String currentDir;
+  private TFRecordWriter current;
   private final List<String> written = new ArrayList<>();
   private final DataType[] partitionTypes;
   private long rows;
@@ -44,15 +46,20 @@ final class TFRecordDataWriter implements DataWriter<InternalRow> {
   @Override
   public void write(InternalRow row) throws IOException {
     String dir = partitionDir(row);
-    TFRecordWriter w = open.get(dir);
-    if (w == null) {
-      String rel = dir.isEmpty() ? fileName : dir + "/" + fileName;
-      w = TFRecordFiles.create(new Path(job.tempDir + "/" + rel), conf, job.options.tfrecord.compression, false);
-      open.put(dir, w);
+    if (current == null || !dir.equals(currentDir)) {
+      closeAll();
+      // rows come sorted by partition (requiredOrdering); should a directory recur anyway, it gets
+      // another file rather than a second open writer
+      Integer n = filesPerDir.get(dir);
+      filesPerDir.put(dir, n == null ? 1 : n + 1);
+      String name = n == null ? fileName : fileName.replaceFirst("^part-", "part-c" + n + "-");
+      String rel = dir.isEmpty() ? name : dir + "/" + name;
+      current = TFRecordFiles.create(new Path(job.tempDir + "/" + rel), conf, job.options.tfrecord.compression, false);
+      currentDir = dir;
       written.add(rel);
     }
     encoder.encode(row);
-    w.write(encoder.buffer(), 0, encoder.length());
+    current.write(encoder.buffer(), 0, encoder.length());
     rows++;
   }
 
@@ -91,17 +98,10 @@ final class TFRecordDataWriter implements DataWriter<InternalRow> {
   }
 
   private void closeAll() throws IOException {
-    IOException first = null;
-    for (TFRecordWriter w : open.values()) {
-      try {
-        w.close();
-      } catch (IOException e) {
-        first = first == null ? e : first;
-      }
-    }
-    open.clear();
-    if (first != null) {
-      throw first;
+    TFRecordWriter w = current;
+    current = null;
+    if (w != null) {
+      w.close();
     }
   }
 
