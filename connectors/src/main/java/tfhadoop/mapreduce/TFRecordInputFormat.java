@@ -27,5 +27,4 @@ public class TFRecordInputFormat extends FileInputFormat<LongWritable, BytesWrit
   public RecordReader<LongWritable, BytesWritable> createRecordReader(InputSplit split, TaskAttemptContext context) {
     return new TFRecordRecordReader();
   }
-
 }

@@ -135,5 +135,4 @@ public final class Compression implements Serializable {
   public String toString() {
     return kind == Kind.HADOOP_CODEC ? codecClass : kind.name().toLowerCase(Locale.ROOT);
   }
-
 }
