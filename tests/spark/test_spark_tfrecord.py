@@ -112,6 +112,7 @@ def test_tensorflow_reads_every_type_we_write(spark, tmp_path, compression, tf_c
         assert (b["i"], b["sh"], b["by"], b["flag"], b["s"], b["day"]) == (r[1], r[2], r[3], r[4], r[8], r[10])
         assert b["bin"] == (bytearray(r[9]) if r[9] is not None else None)
         assert b["longs"] == (r[11] if r[1] is not None else None)
+        assert b["dec"] == r[7] and b["d"] == r[6]  # k/8 and k*1.5 are exact in float32
 
 
 def write_tf_examples(path, examples, compression=""):
