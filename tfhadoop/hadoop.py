@@ -137,7 +137,19 @@ def client_env(state_dir: Path | None = None, base: dict | None = None) -> dict:
     return env
 
 
+def embedded_state_dir() -> Path | None:
+    """The state dir of the embedded cluster in use, or None when HADOOP_CONF_DIR names another."""
+    conf = os.environ.get("HADOOP_CONF_DIR")
+    if not conf:
+        return default_state_dir()
+    parent = Path(conf).resolve().parent
+    return parent if (parent / "cluster.json").exists() or (parent / "cluster.pid").exists() else None
+
+
 def use_cluster(state_dir: Path | None = None) -> HadoopConf:
     """Point this process's Hadoop clients (Skein, pyspark) at the cluster in use."""
+    embedded = is_embedded()
     os.environ.update(client_env(state_dir))
+    if embedded:  # children and later lookups (metastore dir, ...) find the same state dir
+        os.environ[STATE_DIR_ENV] = str(Path(state_dir) if state_dir else default_state_dir())
     return HadoopConf.load(os.environ["HADOOP_CONF_DIR"])

@@ -55,11 +55,12 @@ def builder(app_name: str = "tfhadoop", master: str | None = None, hive: bool = 
 
 def _with_hive(b, conf: hadoop.HadoopConf, state_dir: Path | None, metastore_dir: Path | None):
     """Hive support: Derby metastore in a local dir, warehouse on the cluster's default FS."""
+    embedded = Path(state_dir) if state_dir else hadoop.embedded_state_dir()
     if metastore_dir or os.environ.get("TFHADOOP_METASTORE_DIR"):
         meta = Path(metastore_dir or os.environ["TFHADOOP_METASTORE_DIR"])
-    elif state_dir or os.environ.get(hadoop.STATE_DIR_ENV) or not os.environ.get("HADOOP_CONF_DIR"):
-        meta = Path(state_dir or hadoop.default_state_dir()) / "metastore"
-    else:
+    elif embedded is not None:  # the embedded cluster's own metastore, next to its HDFS data
+        meta = embedded / "metastore"
+    else:  # a real cluster without a metastore service configured
         meta = Path.home() / ".tfhadoop" / "hive" / "metastore"
     meta = meta.resolve()
     meta.mkdir(parents=True, exist_ok=True)
