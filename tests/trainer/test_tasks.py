@@ -1,0 +1,76 @@
+"""Epoch planning and the exactly-once ledger, from a manifest as the export job writes it."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tfhadoop.trainer import manifest as mf
+from tfhadoop.trainer.tasks import EpochLedger, plan_epoch
+
+SPEC = {"features": {"x": {"type": "FixedLenFeature", "shape": [2], "dtype": "float32"},
+                     "y": {"type": "FixedLenFeature", "shape": [], "dtype": "float32"}}}
+
+
+def _manifest(records=(250, 250, 101), evals=(40,)):
+    files = [{"path": f"part-{i:05d}-of-00004.tfrecord.gz", "records": n, "bytes": 10 * n, "split": "train"}
+             for i, n in enumerate(records)]
+    files += [{"path": f"eval/part-{i:05d}.tfrecord.gz", "records": n, "bytes": 10 * n, "split": "eval"}
+              for i, n in enumerate(evals)]
+    return {"format": "tfrecord", "record_type": "Example", "compression": "gzip", "files": files,
+            "splits": {}, "schema": {}, "parse_spec": SPEC, "source": {}, "created": "now"}
+
+
+def test_load_local_manifest(tmp_path):
+    (tmp_path / mf.MANIFEST).write_text(json.dumps(_manifest()))
+    m = mf.load(str(tmp_path))
+    assert m.compression == "gzip" and m.records("train") == 601 and m.records("eval") == 40
+    assert mf.local_name(m.split("eval")[0]) == "data/eval__part-00000.tfrecord.gz"
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"format": "parquet"}, "only tfrecord"),
+    ({"compression": "snappy"}, "unknown compression"),
+    ({"files": []}, "lists no files"),
+    ({"files": [{"path": "a"}]}, "bad file entry"),
+])
+def test_bad_manifests_are_named(tmp_path, change, message):
+    (tmp_path / mf.MANIFEST).write_text(json.dumps({**_manifest(), **change}))
+    with pytest.raises(mf.ManifestError, match=message):
+        mf.load(str(tmp_path))
+
+
+def test_missing_manifest(tmp_path):
+    with pytest.raises(mf.ManifestError, match="no dataset manifest"):
+        mf.load(str(tmp_path))
+
+
+def test_every_record_in_exactly_one_task_and_order_is_per_epoch():
+    m = mf.parse(_manifest(), "/d")
+    e0, e1 = plan_epoch(m, task_records=100, epoch=0), plan_epoch(m, task_records=100, epoch=1)
+    assert plan_epoch(m, task_records=100, epoch=0) == e0  # a restarted coordinator plans the same
+    assert [(t.path, t.start) for t in e0] != [(t.path, t.start) for t in e1]
+    covered = {}
+    for t in e0:
+        for r in range(t.start, t.start + t.count):
+            assert (t.path, r) not in covered
+            covered[(t.path, r)] = t.id
+    assert len(covered) == 601 and max(t.count for t in e0) == 100
+    assert {t.path for t in e0} == {f"data/part-{i:05d}-of-00004.tfrecord.gz" for i in range(3)}
+
+
+def test_ledger_counts_completed_tasks_once_and_survives_a_checkpoint():
+    m = mf.parse(_manifest(), "/d")
+    tasks = plan_epoch(m, task_records=100)
+    ledger = EpochLedger(0, m.records("train"))
+    for t in tasks[:3]:
+        ledger.record(t, t.count)
+    with pytest.raises(RuntimeError, match="completed twice"):
+        ledger.record(tasks[0], tasks[0].count)
+    with pytest.raises(RuntimeError, match="expected"):
+        ledger.record(tasks[3], tasks[3].count - 1)
+    restored = EpochLedger.from_json(json.loads(json.dumps(ledger.to_json())))
+    assert restored.remaining(tasks) == tasks[3:]
+    for t in restored.remaining(tasks):
+        restored.record(t, t.count)
+    assert restored.complete() and restored.examples == 601

@@ -1,0 +1,88 @@
+"""The export job's dataset manifest (``_tfhadoop.json``): which shard files make up each split,
+how many records each holds, and how to parse them. The trainer needs nothing else to build its
+input pipeline, so a user writes no input code."""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+
+MANIFEST = "_tfhadoop.json"
+
+
+class ManifestError(ValueError):
+    """The dataset directory has no usable manifest."""
+
+
+@dataclass(frozen=True)
+class ShardFile:
+    path: str  # relative to the dataset directory
+    records: int
+    bytes: int
+    split: str
+
+
+@dataclass(frozen=True)
+class Manifest:
+    root: str
+    compression: str
+    files: tuple[ShardFile, ...]
+    parse_spec: dict
+    raw: dict
+
+    def split(self, name: str) -> list[ShardFile]:
+        return [f for f in self.files if f.split == name]
+
+    def records(self, split: str) -> int:
+        return sum(f.records for f in self.split(split))
+
+
+def _read_text(url: str) -> str:
+    if url.startswith("hdfs://"):
+        from tfhadoop.connectors.hdfs import filesystem
+
+        with filesystem(url).open_read(url) as f:
+            return f.read().decode("utf-8")
+    with open(url, encoding="utf-8") as f:
+        return f.read()
+
+
+def parse(raw: dict, root: str) -> Manifest:
+    """Validate a manifest dict (as written by the export job) into a :class:`Manifest`."""
+    if raw.get("format") != "tfrecord" or raw.get("record_type", "Example") != "Example":
+        raise ManifestError(f"{root}: only tfrecord datasets of tf.Example are supported "
+                            f"(format={raw.get('format')!r}, record_type={raw.get('record_type')!r})")
+    compression = raw.get("compression", "none")
+    if compression not in ("gzip", "zlib", "none"):
+        raise ManifestError(f"{root}: unknown compression {compression!r}")
+    if "parse_spec" not in raw:
+        raise ManifestError(f"{root}: manifest has no parse_spec")
+    files = []
+    for entry in raw.get("files", []):
+        try:
+            files.append(ShardFile(entry["path"], int(entry["records"]), int(entry.get("bytes", 0)),
+                                   entry.get("split", "train")))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ManifestError(f"{root}: bad file entry {entry!r}: {exc}") from exc
+    if not files:
+        raise ManifestError(f"{root}: manifest lists no files")
+    return Manifest(root.rstrip("/"), compression, tuple(files), raw["parse_spec"], raw)
+
+
+def load(dataset_dir: str) -> Manifest:
+    """The manifest of ``dataset_dir`` (local path or hdfs:// URL)."""
+    url = dataset_dir.rstrip("/") + "/" + MANIFEST
+    try:
+        text = _read_text(url)
+    except (OSError, FileNotFoundError) as exc:
+        raise ManifestError(f"no dataset manifest at {url}: {exc}") from exc
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ManifestError(f"{url} is not JSON: {exc}") from exc
+    return parse(raw, dataset_dir)
+
+
+def local_name(shard: ShardFile) -> str:
+    """Where a shard lands in a container's working directory (YARN localization target)."""
+    return os.path.join("data", shard.path.replace("/", "__"))
