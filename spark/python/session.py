@@ -39,10 +39,13 @@ def builder(app_name: str = "tfhadoop", master: str | None = None, hive: bool = 
 
     _python_env()
     conf = hadoop.use_cluster(state_dir)
-    b = (SparkSession.builder.appName(app_name).master(master or os.environ.get("TFHADOOP_SPARK_MASTER", "local[2]"))
+    master = master or os.environ.get("TFHADOOP_SPARK_MASTER", "local[2]")
+    b = (SparkSession.builder.appName(app_name).master(master)
          .config("spark.ui.showConsoleProgress", "true")
          .config("spark.sql.shuffle.partitions", "8")
          .config("spark.hadoop.fs.defaultFS", conf.default_fs))
+    if master.startswith("yarn"):
+        b = _on_yarn(b)
     jar = tfhadoop_jar()
     if jar:
         b = b.config("spark.jars", jar)
@@ -51,6 +54,17 @@ def builder(app_name: str = "tfhadoop", master: str | None = None, hive: bool = 
     for key, value in (extra_conf or {}).items():
         b = b.config(key, value)
     return b
+
+
+def _on_yarn(b):
+    """Spark on YARN. On the embedded (single-host) cluster every container sees this machine's
+    files, so Spark's own jars are used in place (``local:``) instead of being uploaded to HDFS for
+    every application; on a real cluster set ``spark.yarn.archive`` in spark-defaults instead."""
+    import pyspark
+
+    if hadoop.embedded_state_dir() is not None:
+        b = b.config("spark.yarn.jars", "local:" + str(Path(pyspark.__file__).parent / "jars" / "*"))
+    return b.config("spark.yarn.queue", os.environ.get("TFHADOOP_SPARK_QUEUE", "default"))
 
 
 def _with_hive(b, conf: hadoop.HadoopConf, state_dir: Path | None, metastore_dir: Path | None):

@@ -198,3 +198,23 @@ def test_spark_submit_runs_the_same_job(hadoop_cluster, tmp_path):
     manifest = _read_manifest(hadoop_cluster, out)
     assert [f["records"] for f in manifest["files"]] in ([167, 167, 166], [166, 167, 167], [167, 166, 167])
     assert manifest["source"] == {"input": f"file://{csv}", "input_format": "csv"}
+
+
+@pytest.mark.slow
+def test_export_runs_on_yarn(hadoop_cluster, tmp_path):
+    """`tfhadoop export --master yarn`: the Spark job runs in YARN containers of the embedded cluster."""
+    import urllib.request
+
+    csv = tmp_path / "in.csv"
+    csv.write_text("id,score\n" + "".join(f"{i},{i / 7}\n" for i in range(900)))
+    out = hadoop_cluster.hdfs_url(f"/datasets/yarn-{uuid.uuid4().hex[:6]}")
+    proc = subprocess.run([sys.executable, "-m", "tfhadoop", "export", "--master", "yarn", "--input", f"file://{csv}",
+                           "--input-format", "csv", "--output", out, "--shards", "3"],
+                          capture_output=True, text=True, timeout=600, env=dict(os.environ))
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert "exported 900 records" in proc.stdout
+    assert _read_manifest(hadoop_cluster, out)["records"] == 900
+    with urllib.request.urlopen(hadoop_cluster.conf.rm_webapp_url + "/ws/v1/cluster/apps?applicationTypes=SPARK",
+                                timeout=10) as resp:
+        apps = (json.load(resp).get("apps") or {}).get("app", [])
+    assert any(a["name"] == "tfhadoop-export" and a["finalStatus"] == "SUCCEEDED" for a in apps), apps
