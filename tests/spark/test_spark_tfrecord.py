@@ -389,3 +389,27 @@ def test_sql_tables_using_tfrecord(spark, tmp_path):
     assert [tuple(r) for r in spark.sql("SELECT * FROM tfr_sql_b").collect()] == [(9, "z")]
     ex = tf_examples(part_files(dst))
     assert [e.features.feature["s"].bytes_list.value[0] for e in ex] == [b"z"]
+
+
+EMPTY_WRITE = """
+import sys
+from pyspark.sql import SparkSession
+spark = SparkSession.builder.master("local[1]").config("spark.jars", sys.argv[1]).getOrCreate()
+spark.range(10).where("id < 0").write.format("tfrecord").save(sys.argv[2])
+spark.stop()
+"""
+
+
+def test_a_write_of_no_rows_says_so(tmp_path):
+    """The data source logs that an empty write produced no data (a WARN line on the driver)."""
+    import subprocess
+    import sys
+
+    from tfhadoop.spark.session import tfhadoop_jar
+
+    out = tmp_path / "empty"
+    proc = subprocess.run([sys.executable, "-c", EMPTY_WRITE, tfhadoop_jar(), f"file://{out}"],
+                          capture_output=True, text=True, timeout=300,
+                          env={k: v for k, v in os.environ.items() if k != "HADOOP_CONF_DIR"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "produced no data: 0 rows, no files written" in proc.stderr, proc.stderr[-3000:]
