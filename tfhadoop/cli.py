@@ -18,6 +18,10 @@ COMMANDS = {
     "records": ("tfhadoop.connectors.records_cli", "read, inspect and verify TFRecord files"),
     "export": ("tfhadoop.spark.export", "export a Hive table, query or files as a sharded TFRecord dataset"),
     "demo": ("tfhadoop.demo", "run the main job end to end on the embedded cluster"),
+    "train": ("tfhadoop.trainer.train_cli", "train a model on YARN: parameter servers + workers, survives preemption"),
+    "status": ("tfhadoop.trainer.status_cli", "state, progress and events of a training application"),
+    "logs": ("tfhadoop.trainer.logs_cli", "logs of a training application (--role worker:1)"),
+    "kill": ("tfhadoop.trainer.kill_cli", "kill a training application"),
 }
 
 

@@ -25,7 +25,7 @@ def test_load_local_manifest(tmp_path):
     (tmp_path / mf.MANIFEST).write_text(json.dumps(_manifest()))
     m = mf.load(str(tmp_path))
     assert m.compression == "gzip" and m.records("train") == 601 and m.records("eval") == 40
-    assert mf.local_name(m.split("eval")[0]) == "data/eval__part-00000.tfrecord.gz"
+    assert mf.local_name(m.split("eval")[0]) == "eval__part-00000.tfrecord.gz"
 
 
 @pytest.mark.parametrize("change, message", [
@@ -56,7 +56,7 @@ def test_every_record_in_exactly_one_task_and_order_is_per_epoch():
             assert (t.path, r) not in covered
             covered[(t.path, r)] = t.id
     assert len(covered) == 601 and max(t.count for t in e0) == 100
-    assert {t.path for t in e0} == {f"data/part-{i:05d}-of-00004.tfrecord.gz" for i in range(3)}
+    assert {t.path for t in e0} == {f"part-{i:05d}-of-00004.tfrecord.gz" for i in range(3)}
 
 
 def test_ledger_counts_completed_tasks_once_and_survives_a_checkpoint():

@@ -4,7 +4,6 @@ input pipeline, so a user writes no input code."""
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 
 MANIFEST = "_tfhadoop.json"
@@ -84,5 +83,6 @@ def load(dataset_dir: str) -> Manifest:
 
 
 def local_name(shard: ShardFile) -> str:
-    """Where a shard lands in a container's working directory (YARN localization target)."""
-    return os.path.join("data", shard.path.replace("/", "__"))
+    """Where a shard lands in a container's working directory (YARN localization target; Skein
+    wants plain file names there, so folders of the dataset become ``__``)."""
+    return shard.path.replace("/", "__")

@@ -1,0 +1,67 @@
+"""Models and a dataset writer for the trainer tests. Imported by the test processes and, through
+the job's python_path, by the YARN containers (so not named test_*)."""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+
+import numpy as np
+
+WEIGHTS = np.array([1.5, -2.0, 0.5, 3.0], dtype=np.float32)
+SPEC = {"features": {"x": {"type": "FixedLenFeature", "shape": [4], "dtype": "float32"},
+                     "y": {"type": "FixedLenFeature", "shape": [], "dtype": "float32"}}}
+
+
+def linear():
+    """y = w.x + b, SGD: learns WEIGHTS in a couple of epochs."""
+    import tf_keras
+
+    model = tf_keras.Sequential([tf_keras.Input((4,), name="x"), tf_keras.layers.Dense(1)])
+    model.compile(optimizer=tf_keras.optimizers.SGD(0.05), loss="mse", metrics=["mae"])
+    return model
+
+
+def broken():
+    raise ValueError("model bug: this model function always raises")
+
+
+def make_examples(n: int, seed: int):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, 4)).astype(np.float32)
+    y = x @ WEIGHTS + 0.05 * rng.normal(size=n).astype(np.float32)
+    return x, y
+
+
+def write_dataset(url: str, train_shards=(600, 600, 600, 600), eval_records=400, compression="gzip") -> dict:
+    """A dataset as the export job writes it (shards, _SUCCESS, _tfhadoop.json), uploaded to
+    ``url`` on HDFS. Returns the manifest."""
+    from tfhadoop.connectors.example import encode_example
+    from tfhadoop.connectors.tfrecord import write_records
+    from tfhadoop.trainer import hdfs_io
+
+    local = tempfile.mkdtemp(prefix="trainer-dataset-")
+    ext = {"gzip": ".tfrecord.gz", "zlib": ".tfrecord.zz", "none": ".tfrecord"}[compression]
+    comp = None if compression == "none" else compression
+    n_files = len(train_shards) + (1 if eval_records else 0)
+    files = []
+    shards = [(n, "train") for n in train_shards] + ([(eval_records, "eval")] if eval_records else [])
+    for i, (n, split) in enumerate(shards):
+        name = f"part-{i:05d}-of-{n_files:05d}{ext}"
+        x, y = make_examples(n, seed=i)
+        write_records(os.path.join(local, name),
+                      (encode_example({"x": [float(v) for v in xi], "y": [float(yi)]}) for xi, yi in zip(x, y)),
+                      compression=comp)
+        files.append({"path": name, "records": n, "bytes": os.path.getsize(os.path.join(local, name)), "split": split})
+    splits = {}
+    for f in files:
+        s = splits.setdefault(f["split"], {"records": 0, "files": []})
+        s["records"] += f["records"]
+        s["files"].append(f["path"])
+    manifest = {"format": "tfrecord", "record_type": "Example", "compression": compression, "files": files,
+                "splits": splits, "schema": {}, "parse_spec": SPEC, "source": {"test": True}, "created": "test"}
+    with open(os.path.join(local, "_tfhadoop.json"), "w") as f:
+        json.dump(manifest, f)
+    open(os.path.join(local, "_SUCCESS"), "w").close()
+    hdfs_io.upload_dir(local, url)
+    return manifest

@@ -1,0 +1,180 @@
+"""The coordinator (chief) process, started by the job master inside the application master's
+container: connects to the parameter servers and workers, builds the user's model, restores the
+latest checkpoint, trains epoch by epoch with one closure per task, checkpoints to HDFS, and at
+the end evaluates and publishes the SavedModel exactly once.
+
+Exit status 0: done. On an error it writes ``error.json`` (type, message) into its work dir so
+the master can tell a model bug (same error again: fail fast) from a lost parameter server.
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import shutil
+import sys
+import time
+import traceback
+
+os.environ.setdefault("GRPC_FAIL_FAST", "use_caller")
+os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+
+
+def load_model_fn(name: str):
+    """``pkg.module:function`` -> the function."""
+    module, _, attr = name.partition(":")
+    if not attr:
+        raise ValueError(f"--model must be MODULE:FUNCTION, got {name!r}")
+    return getattr(importlib.import_module(module), attr)
+
+
+class Progress:
+    """Progress and results for the client, in the Skein key-value store."""
+
+    def __init__(self, app):
+        self.app = app
+
+    def put(self, key: str, value: dict) -> None:
+        if self.app is not None:
+            self.app.kv[key] = json.dumps(value).encode()
+
+
+def run(job: dict, cluster: dict, work: str, app=None) -> dict:
+    import tensorflow as tf
+
+    from tfhadoop.trainer import hdfs_io
+    from tfhadoop.trainer.manifest import load as load_manifest
+    from tfhadoop.trainer.step import build_task_fn, parse_fn
+    from tfhadoop.trainer.tasks import EpochLedger, plan_epoch
+
+    progress = Progress(app)
+    manifest = load_manifest(job["data"])
+    tf.config.threading.set_inter_op_parallelism_threads(len(cluster["worker"]) + len(cluster["ps"]) + 2)
+    os.environ["TF_CONFIG"] = json.dumps({"cluster": cluster, "task": {"type": "chief", "index": 0}})
+    resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
+    strategy = tf.distribute.experimental.ParameterServerStrategy(resolver)
+    coordinator = tf.distribute.experimental.coordinator.ClusterCoordinator(strategy)
+    build = load_model_fn(job["model"])
+    with strategy.scope():
+        model = build()
+        if model.optimizer is None:
+            raise ValueError(f"{job['model']} returned a model that is not compiled")
+        model.optimizer.build(model.trainable_variables)
+    task_fn = build_task_fn(strategy, model, manifest.parse_spec, job["label"], job["batch_size"], manifest.compression)
+
+    ckpt = tf.train.Checkpoint(model=model, optimizer=model.optimizer)
+    ckpt_url = job["checkpoint_dir"].rstrip("/")
+    local_ckpt = os.path.join(work, "ckpt")
+    shutil.rmtree(local_ckpt, ignore_errors=True)
+    state = {"epoch": 0, "ledger": None, "steps": 0, "history": []}
+    if hdfs_io.exists(f"{ckpt_url}/latest/state.json"):
+        hdfs_io.download_dir(f"{ckpt_url}/latest", local_ckpt)
+        state = json.loads(open(os.path.join(local_ckpt, "state.json")).read())
+        ckpt.restore(os.path.join(local_ckpt, "ckpt")).expect_partial()
+        print(f"restored checkpoint: epoch {state['epoch']}, {len(state['ledger']['done']) if state['ledger'] else 0} "
+              f"tasks of it done", flush=True)
+
+    def save():
+        tmp = os.path.join(work, f"ckpt-save-{time.time_ns()}")
+        ckpt.write(os.path.join(tmp, "ckpt"))
+        with open(os.path.join(tmp, "state.json"), "w") as f:
+            json.dump(state, f)
+        hdfs_io.upload_dir(tmp, f"{ckpt_url}/ckpt-{time.time_ns()}")
+        # "latest" is replaced by a rename of a complete upload.
+        staged = f"{ckpt_url}/latest.new"
+        client, _ = hdfs_io._client(ckpt_url)
+        from urllib.parse import urlparse
+        p = lambda u: urlparse(u).path  # noqa: E731
+        if hdfs_io.exists(staged):
+            client.delete(p(staged), True)
+        hdfs_io.upload_dir(tmp, staged)
+        if hdfs_io.exists(f"{ckpt_url}/latest"):
+            client.delete(p(f"{ckpt_url}/latest"), True)
+        client.rename(p(staged), p(f"{ckpt_url}/latest"))
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    expected = manifest.records("train")
+    wave = max(job.get("checkpoint_tasks", 8), 1)
+    t_start = time.monotonic()
+    first_step_at = None
+    while state["epoch"] < job["epochs"]:
+        epoch = state["epoch"]
+        tasks = plan_epoch(manifest, "train", job["task_records"], epoch=epoch, seed=job.get("seed", 0))
+        ledger = EpochLedger.from_json(state["ledger"]) if state["ledger"] else EpochLedger(epoch, expected)
+        loss_sum = 0.0
+        remaining = ledger.remaining(tasks)
+        while remaining:
+            batch, remaining = remaining[:wave], remaining[wave:]
+            t0 = time.monotonic()
+            results = [(t, coordinator.schedule(task_fn, args=(tf.constant(t.path), tf.constant(t.start, tf.int64),
+                                                                  tf.constant(t.count, tf.int64))))
+                       for t in batch]
+            coordinator.join()
+            n_wave = 0
+            for t, r in results:
+                n, loss = r.fetch()
+                ledger.record(t, int(n))
+                loss_sum += float(loss)
+                n_wave += int(n)
+            if first_step_at is None:
+                first_step_at = time.monotonic()
+            state["steps"] += sum(-(-t.count // job["batch_size"]) for t in batch)
+            state["ledger"] = ledger.to_json()
+            dt = time.monotonic() - t0
+            progress.put("progress", {"epoch": epoch, "examples": ledger.examples, "expected": expected,
+                                      "steps": state["steps"], "examples_per_s": round(n_wave / dt, 1),
+                                      "time": time.time()})
+            save()
+        state["history"].append({"epoch": epoch, "examples": ledger.examples, "expected": expected,
+                                 "mean_loss": loss_sum / max(ledger.examples, 1)})
+        print(f"epoch {epoch}: {ledger.examples} examples (expected {expected})", flush=True)
+        state["epoch"], state["ledger"] = epoch + 1, None
+        save()
+
+    # Final metrics and the export, from a plain (non-distributed) copy of the trained model.
+    plain = build()
+    plain.set_weights(model.get_weights())
+    metrics = {"train_seconds": time.monotonic() - t_start,
+               "first_step_s": (first_step_at - t_start) if first_step_at else None, "epochs": state["history"]}
+    if manifest.split("eval"):
+        from tfhadoop.trainer.manifest import local_name
+        from tfhadoop.trainer.step import COMPRESSION, model_inputs
+
+        parse = parse_fn(manifest.parse_spec, job["label"])
+        files = [local_name(s) for s in manifest.split("eval")]
+        ds = tf.data.TFRecordDataset(files, compression_type=COMPRESSION[manifest.compression]).batch(256).map(parse)
+        ds = ds.map(lambda f, y: (model_inputs(plain, f), y))
+        values = plain.evaluate(ds, verbose=0, return_dict=True)
+        metrics["eval"] = {k: float(v) for k, v in values.items()}
+    local_export = os.path.join(work, "export")
+    shutil.rmtree(local_export, ignore_errors=True)
+    plain.save(local_export, save_format="tf")
+    hdfs_io.publish_dir(local_export, job["export_dir"])
+    hdfs_io.write_bytes(f"{ckpt_url}/metrics.json", json.dumps(metrics, indent=1).encode())
+    progress.put("metrics", metrics)
+    return metrics
+
+
+def main() -> int:
+    job = json.load(open(sys.argv[1]))
+    cluster = json.load(open(sys.argv[2]))
+    work = sys.argv[3]
+    app = None
+    if os.environ.get("SKEIN_APPMASTER_ADDRESS") or os.environ.get("SKEIN_APPLICATION_ID"):
+        import skein
+
+        app = skein.ApplicationClient.from_current()
+    try:
+        metrics = run(job, cluster, work, app)
+    except BaseException as exc:  # noqa: BLE001 - reported to the master, then re-raised
+        with open(os.path.join(work, "error.json"), "w") as f:
+            json.dump({"type": type(exc).__name__, "message": str(exc)[:4000],
+                       "traceback": traceback.format_exc()[-8000:]}, f)
+        raise
+    print("training done:", json.dumps(metrics), flush=True)
+    os._exit(0)  # the coordinator's threads hold remote handles; do not wait for them
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,87 @@
+"""Checkpoints, the event log and the SavedModel on HDFS. TensorFlow 2.21 cannot write hdfs://,
+so TF writes into the container's local disk and these helpers copy whole directories over
+hdfs-native (RPC); the SavedModel is published by one rename (atomic in the NameNode)."""
+from __future__ import annotations
+
+import os
+import uuid
+from urllib.parse import urlparse
+
+from hdfs_native import Client
+
+_CLIENTS: dict = {}
+
+
+def _client(url: str) -> tuple[Client, str]:
+    parsed = urlparse(url)
+    if parsed.scheme != "hdfs":
+        raise ValueError(f"not an hdfs:// URL: {url}")
+    base = f"hdfs://{parsed.netloc}" if parsed.netloc else None
+    key = base or "default"
+    if key not in _CLIENTS:
+        _CLIENTS[key] = Client(base) if base else Client()
+    return _CLIENTS[key], parsed.path
+
+
+def exists(url: str) -> bool:
+    client, path = _client(url)
+    try:
+        client.get_file_info(path)
+        return True
+    except FileNotFoundError:
+        return False
+
+
+def write_bytes(url: str, data: bytes) -> None:
+    """Replace the file at ``url`` (written to a temporary name, then renamed over)."""
+    client, path = _client(url)
+    client.mkdirs(os.path.dirname(path), create_parent=True)
+    tmp = f"{path}.tmp-{uuid.uuid4().hex[:8]}"
+    with client.create(tmp) as f:
+        f.write(data)
+    client.rename(tmp, path, overwrite=True)
+
+
+def read_bytes(url: str) -> bytes:
+    client, path = _client(url)
+    with client.read(path) as f:
+        return f.read()
+
+
+def upload_dir(local: str, url: str) -> None:
+    """Copy the tree ``local`` to ``url`` (which must not exist)."""
+    client, path = _client(url)
+    client.mkdirs(path, create_parent=True)
+    for folder, _, files in os.walk(local):
+        rel = os.path.relpath(folder, local)
+        target = path if rel == "." else f"{path}/{rel}"
+        client.mkdirs(target, create_parent=True)
+        for name in files:
+            with open(os.path.join(folder, name), "rb") as src, client.create(f"{target}/{name}") as dst:
+                while chunk := src.read(1 << 22):
+                    dst.write(chunk)
+
+
+def download_dir(url: str, local: str) -> None:
+    client, path = _client(url)
+    for status in client.list_status(path):
+        name = status.path.rsplit("/", 1)[-1]
+        dest = os.path.join(local, name)
+        if status.isdir:
+            os.makedirs(dest, exist_ok=True)
+            download_dir(f"{url.rstrip('/')}/{name}", dest)
+        else:
+            os.makedirs(local, exist_ok=True)
+            with client.read(f"{path}/{name}") as src, open(dest, "wb") as dst:
+                dst.write(src.read())
+
+
+def publish_dir(local: str, url: str) -> None:
+    """Upload ``local`` next to ``url`` under a temporary name, then rename it to ``url``: readers
+    see no SavedModel or a complete one. Refuses to replace an existing ``url``."""
+    client, path = _client(url)
+    if exists(url):
+        raise FileExistsError(f"{url} exists already: the export is not overwritten")
+    tmp_url = f"{url.rstrip('/')}.tmp-{uuid.uuid4().hex[:8]}"
+    upload_dir(local, tmp_url)
+    client.rename(_client(tmp_url)[1], path)

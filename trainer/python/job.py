@@ -1,0 +1,205 @@
+"""A training job: its spec (CLI flags, YAML file or Python), the Skein application that runs it,
+and the client that submits it and follows it to the end.
+
+Containers run ``python -m tfhadoop.trainer.{master,role}`` with the ``python`` of the job spec:
+on the embedded cluster the driver's venv (every container is on this host); on a real cluster a
+packed environment shipped as a YARN archive (docs/design/trainer.md, "Python environment").
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field, fields
+
+from tfhadoop.cli import CommandError
+
+
+def mebibytes(value) -> int:
+    """``4g``, ``512m``, ``2 GiB`` or a number of MiB -> MiB."""
+    if isinstance(value, int):
+        return value
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*", str(value).lower())
+    if not m:
+        raise CommandError(f"bad memory size {value!r}: use e.g. 512m or 4g")
+    scale = {"": 1, "k": 1 / 1024, "m": 1, "g": 1024, "t": 1024 * 1024}[m.group(2)]
+    return int(float(m.group(1)) * scale)
+
+
+@dataclass
+class JobSpec:
+    model: str
+    data: str
+    checkpoint_dir: str
+    export_dir: str
+    label: str = "label"
+    workers: int = 2
+    min_workers: int = 1
+    ps: int = 1
+    worker_gpus: int = 0
+    worker_memory: str = "2g"
+    worker_vcores: int = 1
+    ps_memory: str = "1g"
+    master_memory: str = "2g"
+    queue: str = "default"
+    epochs: int = 1
+    batch_size: int = 64
+    task_records: int = 1000
+    checkpoint_tasks: int = 8  # a checkpoint after every this many tasks
+    max_worker_restarts: int = 5
+    max_ps_restarts: int = 3
+    max_coordinator_restarts: int = 3
+    startup_timeout: int = 300
+    name: str = "tfhadoop-train"
+    python: str = sys.executable
+    python_path: list = field(default_factory=list)  # extra PYTHONPATH entries (the model's code)
+    seed: int = 0
+
+    def validate(self) -> "JobSpec":
+        if not 1 <= self.min_workers <= self.workers:
+            raise CommandError(f"--min-workers must be between 1 and --workers ({self.workers})")
+        if self.ps < 1:
+            raise CommandError("--ps must be at least 1")
+        for name in ("checkpoint_dir", "export_dir"):
+            if not str(getattr(self, name)).startswith("hdfs://"):
+                raise CommandError(f"--{name.replace('_', '-')} must be an hdfs:// URL")
+        if ":" not in self.model:
+            raise CommandError(f"--model must be MODULE:FUNCTION, got {self.model!r}")
+        return self
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "JobSpec":
+        known = {f.name for f in fields(cls)}
+        data = {k.replace("-", "_"): v for k, v in data.items()}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise CommandError(f"unknown job spec keys: {', '.join(unknown)}")
+        return cls(**data).validate()
+
+    @classmethod
+    def from_yaml(cls, path: str) -> "JobSpec":
+        import yaml
+
+        with open(path) as f:
+            return cls.from_dict(yaml.safe_load(f) or {})
+
+
+def _env(job: JobSpec) -> dict:
+    env = {"TF_USE_LEGACY_KERAS": "1", "GRPC_FAIL_FAST": "use_caller", "TF_CPP_MIN_LOG_LEVEL": "1",
+           "PYTHONUNBUFFERED": "1"}
+    paths = [os.path.abspath(p) for p in job.python_path] + [p for p in os.environ.get("PYTHONPATH", "").split(":") if p]
+    if paths:
+        env["PYTHONPATH"] = ":".join(paths)
+    for var in ("HADOOP_CONF_DIR", "TFHADOOP_STATE_DIR", "JAVA_HOME", "PATH", "HOME"):
+        if os.environ.get(var):
+            env[var] = os.environ[var]
+    return env
+
+
+def application_spec(job: JobSpec, manifest, job_file: str):
+    """The Skein application: the job master in the AM container, ``ps`` and ``worker`` services
+    with no instances (the master adds each container with its slot and port). Shards are
+    localized by YARN into ``data/`` of the containers that read them."""
+    import skein
+
+    from tfhadoop.trainer.manifest import local_name
+
+    def files(split):
+        return {local_name(s): skein.File(source=f"{manifest.root}/{s.path}", type="file")
+                for s in manifest.split(split)}
+
+    env = _env(job)
+    role = f"{job.python} -m tfhadoop.trainer.role"
+    return skein.ApplicationSpec(
+        name=job.name, queue=job.queue, max_attempts=1,
+        master=skein.Master(resources=skein.Resources(memory=mebibytes(job.master_memory), vcores=1),
+                            script=f"{job.python} -m tfhadoop.trainer.master",
+                            files={"job.json": skein.File(source=job_file, type="file"), **files("eval")},
+                            env=env),
+        services={
+            "ps": skein.Service(instances=0, max_restarts=0, allow_failures=True, script=role, env=env,
+                                resources=skein.Resources(memory=mebibytes(job.ps_memory), vcores=1)),
+            "worker": skein.Service(instances=0, max_restarts=0, allow_failures=True, script=role, env=env,
+                                    files=files("train"),
+                                    resources=skein.Resources(memory=mebibytes(job.worker_memory),
+                                                              vcores=job.worker_vcores, gpus=job.worker_gpus)),
+        })
+
+
+def submit(job: JobSpec, client=None) -> str:
+    """Submit ``job``; returns the YARN application id."""
+    import skein
+
+    from tfhadoop import hadoop
+    from tfhadoop.trainer.manifest import ManifestError, load
+
+    hadoop.use_cluster()
+    try:
+        manifest = load(job.data)
+    except ManifestError as exc:
+        raise CommandError(str(exc)) from exc
+    if job.label not in manifest.parse_spec.get("features", {}):
+        raise CommandError(f"label {job.label!r} is not a column of {job.data} "
+                           f"({', '.join(sorted(manifest.parse_spec.get('features', {})))})")
+    folder = tempfile.mkdtemp(prefix="tfhadoop-job-")
+    job_file = os.path.join(folder, "job.json")
+    with open(job_file, "w") as f:
+        json.dump(asdict(job), f)
+    spec = application_spec(job, manifest, job_file)
+    own = client is None
+    client = client or skein.Client()
+    try:
+        return client.submit(spec)
+    finally:
+        if own:
+            client.close()
+
+
+def _kv(app, key):
+    try:
+        value = app.kv.get(key)
+    except Exception:  # noqa: BLE001 - the application may be gone
+        return None
+    return json.loads(value.decode()) if value else None
+
+
+def follow(app_id: str, out=sys.stdout, poll: float = 2.0) -> dict:
+    """Print progress until the application ends; returns the final report fields and the
+    events and metrics read from the key-value store before it went away."""
+    import skein
+
+    last, seen_events, state = None, 0, {"events": [], "metrics": None, "result": None}
+    with skein.Client() as client:
+        app = None
+        while True:
+            report = client.application_report(app_id)
+            if str(report.state) in ("FINISHED", "FAILED", "KILLED"):
+                break
+            if str(report.state) == "RUNNING":
+                if app is None:
+                    try:
+                        app = client.connect(app_id, wait=False)
+                    except Exception:  # noqa: BLE001 - AM not reachable yet
+                        app = None
+                if app is not None:
+                    progress = _kv(app, "progress")
+                    alive = _kv(app, "workers_alive")
+                    events = _kv(app, "events") or []
+                    for e in events[seen_events:]:
+                        print(f"  event {e['event']}: " + ", ".join(f"{k}={v}" for k, v in e.items()
+                                                                   if k not in ("event", "time", "cluster")), file=out)
+                    seen_events = len(events)
+                    state["events"] = events
+                    state["metrics"] = _kv(app, "metrics") or state["metrics"]
+                    state["result"] = _kv(app, "result") or state["result"]
+                    if progress and progress != last:
+                        print(f"epoch {progress['epoch']}: {progress['examples']}/{progress['expected']} examples, "
+                              f"step {progress['steps']}, {progress['examples_per_s']} examples/s, "
+                              f"workers alive {alive}", file=out, flush=True)
+                        last = progress
+            time.sleep(poll)
+    state.update(state=str(report.state), final_status=str(report.final_status), diagnostics=report.diagnostics)
+    return state

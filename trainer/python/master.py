@@ -1,0 +1,236 @@
+"""The job master: runs as Skein's ``master.script`` in the application master container.
+
+It starts every parameter server and worker container itself (``add_container`` with the slot
+and port each must use), assembles the cluster spec from the addresses the containers publish
+(Skein key-value store), runs the coordinator as a child process, and watches the containers:
+
+- a worker lost (preempted, node lost, crashed): training goes on with the others (the
+  coordinator re-queues its closures); a replacement for the same slot and port is requested at
+  once and rejoins the running training; after ``max_worker_restarts`` per slot the slot stays
+  empty while at least ``min_workers`` are alive;
+- a parameter server lost: the coordinator is stopped, a replacement PS is started at the same
+  address and the coordinator restarts from the latest checkpoint on HDFS;
+- the coordinator fails: restarted with backoff, unless the error repeats or is not a cluster
+  error (a model bug): then the application fails at once with that error.
+
+Every failure and recovery is an event (time, role, slot, container, exit status, diagnostics),
+in the key-value store under ``events`` and in ``<checkpoint_dir>/events.jsonl``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+CLUSTER_ERRORS = ("UnavailableError", "AbortedError", "CancelledError", "DeadlineExceededError")
+
+
+class EventLog:
+    def __init__(self, app, checkpoint_dir: str):
+        self.app, self.url, self.events = app, checkpoint_dir.rstrip("/") + "/events.jsonl", []
+
+    def add(self, kind: str, **fields) -> dict:
+        event = {"time": time.time(), "event": kind, **fields}
+        self.events.append(event)
+        print("event:", json.dumps(event), flush=True)
+        self.app.kv["events"] = json.dumps(self.events).encode()
+        try:
+            from tfhadoop.trainer import hdfs_io
+
+            hdfs_io.write_bytes(self.url, "".join(json.dumps(e) + "\n" for e in self.events).encode())
+        except Exception as exc:  # noqa: BLE001 - the key-value store still has the events
+            print(f"cannot write {self.url}: {exc}", flush=True)
+        return event
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("", 0))
+        return s.getsockname()[1]
+
+
+class Master:
+    def __init__(self, app, job: dict, work: str):
+        self.app, self.job, self.work = app, job, work
+        self.events = EventLog(app, job["checkpoint_dir"])
+        self.ports = {("ps", i): free_port() for i in range(job["ps"])}
+        self.ports.update({("worker", i): free_port() for i in range(job["workers"])})
+        self.containers: dict[str, tuple[str, int]] = {}  # skein container id -> (role, slot)
+        self.live: dict[tuple[str, int], str] = {}  # (role, slot) -> skein container id
+        self.restarts: dict[tuple[str, int], int] = {}
+        self.seen_finished: set[str] = set()
+        self.coordinator: subprocess.Popen | None = None
+        self.coordinator_attempts = 0
+        self.last_error: dict | None = None
+
+    # -- containers -------------------------------------------------------------------------
+    def start(self, role: str, slot: int) -> None:
+        env = {"TFH_ROLE": role, "TFH_SLOT": str(slot), "TFH_PORT": str(self.ports[(role, slot)]),
+               "TFH_GPUS": str(self.job.get("worker_gpus", 0) if role == "worker" else 0)}
+        c = self.app.add_container(role, env=env)
+        self.containers[c.id] = (role, slot)
+        self.live[(role, slot)] = c.id
+        self.app.kv["workers_alive"] = str(sum(1 for r, _ in self.live if r == "worker")).encode()
+
+    def wait_addresses(self, timeout: float) -> dict:
+        deadline = time.monotonic() + timeout
+        cluster = {"ps": [], "worker": []}
+        for role in ("ps", "worker"):
+            n = self.job[role if role == "ps" else "workers"]
+            for slot in range(n):
+                key = f"addr/{role}/{slot}"
+                while key not in self.app.kv:
+                    self.check_startup_failures()
+                    if time.monotonic() > deadline:
+                        raise RuntimeError(f"{role}:{slot} did not start within {timeout:.0f} s "
+                                           f"(not enough resources in queue {self.job['queue']}?)")
+                    time.sleep(0.5)
+                cluster[role].append(self.app.kv[key].decode())
+        cluster["chief"] = [f"{socket.getfqdn()}:{free_port()}"]
+        return cluster
+
+    def check_startup_failures(self) -> None:
+        for c in self.app.get_containers(services=["ps", "worker"], states=["FAILED", "KILLED"]):
+            if c.id not in self.seen_finished:
+                raise RuntimeError(f"{c.id} failed while starting: {c.exit_message}")
+
+    def wait_up(self, keys: list[str], timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        for key in keys:
+            while key not in self.app.kv:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{key} did not come up within {timeout:.0f} s")
+                time.sleep(0.3)
+
+    # -- coordinator ------------------------------------------------------------------------
+    def start_coordinator(self) -> None:
+        self.coordinator_attempts += 1
+        err = os.path.join(self.work, "error.json")
+        if os.path.exists(err):
+            os.remove(err)
+        self.coordinator = subprocess.Popen(
+            [sys.executable, "-m", "tfhadoop.trainer.coordinator", os.path.join(self.work, "job.json"),
+             os.path.join(self.work, "cluster.json"), self.work])
+        self.events.add("coordinator_started", role="chief", attempt=self.coordinator_attempts)
+
+    def stop_coordinator(self) -> None:
+        if self.coordinator and self.coordinator.poll() is None:
+            self.coordinator.kill()
+            self.coordinator.wait()
+
+    def coordinator_error(self) -> dict:
+        try:
+            with open(os.path.join(self.work, "error.json")) as f:
+                return json.load(f)
+        except (OSError, ValueError):
+            return {"type": "unknown", "message": f"coordinator exited with {self.coordinator.returncode}"}
+
+    # -- main loop --------------------------------------------------------------------------
+    def run(self) -> tuple[str, str]:
+        for role, slot in self.ports:
+            self.start(role, slot)
+        cluster = self.wait_addresses(self.job.get("startup_timeout", 300))
+        with open(os.path.join(self.work, "cluster.json"), "w") as f:
+            json.dump(cluster, f)
+        self.app.kv["cluster"] = json.dumps(cluster).encode()
+        self.wait_up([f"up/{r}/{s}" for r, s in self.ports], self.job.get("startup_timeout", 300))
+        self.events.add("cluster_up", cluster=cluster)
+        self.start_coordinator()
+        while True:
+            outcome = self.watch_containers()
+            if outcome:
+                return outcome
+            rc = self.coordinator.poll()
+            if rc is None:
+                time.sleep(1)
+                continue
+            if rc == 0:
+                self.events.add("succeeded", role="chief")
+                return "SUCCEEDED", "training finished"
+            error = self.coordinator_error()
+            self.events.add("coordinator_failed", role="chief", exit_code=rc, error_type=error["type"],
+                            diagnostics=error["message"][:2000])
+            repeated = self.last_error is not None and (error["type"], error["message"]) == \
+                (self.last_error["type"], self.last_error["message"])
+            if error["type"] not in CLUSTER_ERRORS or repeated:
+                return "FAILED", f"{error['type']}: {error['message']}"
+            if self.coordinator_attempts > self.job.get("max_coordinator_restarts", 3):
+                return "FAILED", f"coordinator failed {self.coordinator_attempts} times, last: {error['message']}"
+            self.last_error = error
+            time.sleep(min(2 ** self.coordinator_attempts, 30))
+            self.start_coordinator()
+
+    def watch_containers(self) -> tuple[str, str] | None:
+        finished = self.app.get_containers(services=["ps", "worker"], states=["FAILED", "KILLED", "SUCCEEDED"])
+        for c in finished:
+            if c.id in self.seen_finished or c.id not in self.containers:
+                continue
+            self.seen_finished.add(c.id)
+            role, slot = self.containers[c.id]
+            if self.live.get((role, slot)) == c.id:
+                del self.live[(role, slot)]
+            self.app.kv["workers_alive"] = str(sum(1 for r, _ in self.live if r == "worker")).encode()
+            self.events.add("container_lost", role=role, slot=slot, container=c.id,
+                            yarn_container=c.yarn_container_id, state=str(c.state), diagnostics=c.exit_message)
+            n = self.restarts[(role, slot)] = self.restarts.get((role, slot), 0) + 1
+            limit = self.job.get("max_worker_restarts" if role == "worker" else "max_ps_restarts", 5)
+            if n > limit:
+                alive = sum(1 for r, _ in self.live if r == "worker")
+                if role == "ps" or alive < self.job.get("min_workers", 1):
+                    return "FAILED", f"{role}:{slot} lost {n} times ({c.exit_message})"
+                self.events.add("slot_abandoned", role=role, slot=slot, workers_alive=alive)
+                continue
+            if role == "ps":
+                self.stop_coordinator()
+                del self.app.kv[f"up/ps/{slot}"]
+            else:
+                del self.app.kv[f"up/worker/{slot}"]
+            self.start(role, slot)
+            self.events.add("replacement_requested", role=role, slot=slot, attempt=n)
+            if role == "ps":
+                self.wait_up([f"up/ps/{slot}"], self.job.get("startup_timeout", 300))
+                self.events.add("replacement_up", role=role, slot=slot)
+                self.start_coordinator()
+        return None
+
+
+def enrich_exit_statuses(events: EventLog, app_id: str) -> None:
+    """Add YARN's exit status (-102 preempted, ...) to the container_lost events."""
+    try:
+        from tfhadoop.hadoop import load_conf
+        from tfhadoop.yarn.history import container_exits
+
+        exits = {e.container_id: e for e in container_exits(load_conf(), app_id)}
+    except Exception as exc:  # noqa: BLE001 - statuses are extra detail
+        print(f"no exit statuses from the timeline service: {exc}", flush=True)
+        return
+    for e in events.events:
+        if e.get("event") == "container_lost" and e.get("yarn_container") in exits:
+            e["exit_status"] = exits[e["yarn_container"]].exit_status
+
+
+def main() -> int:
+    import skein
+
+    work = os.getcwd()
+    with open(os.path.join(work, "job.json")) as f:
+        job = json.load(f)
+    app = skein.ApplicationClient.from_current()
+    master = Master(app, job, work)
+    try:
+        status, diagnostics = master.run()
+    except Exception as exc:  # noqa: BLE001 - reported as the application's diagnostics
+        status, diagnostics = "FAILED", f"{type(exc).__name__}: {exc}"
+    master.stop_coordinator()
+    enrich_exit_statuses(master.events, app.id)
+    master.events.add("finished", status=status, diagnostics=diagnostics[:4000])
+    app.kv["result"] = json.dumps({"status": status, "diagnostics": diagnostics}).encode()
+    app.shutdown(status, diagnostics=diagnostics[:4000])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,59 @@
+"""Entry point of a parameter-server or worker container (``python -m tfhadoop.trainer.role``).
+
+The job master hands every container its slot and port (env TFH_ROLE, TFH_SLOT, TFH_PORT): a
+replacement for a lost worker binds the lost worker's port, so the coordinator, whose cluster
+spec cannot change, finds it at the address it expects (docs/design/trainer.md). Rendezvous in
+the Skein key-value store: the container publishes ``addr/<role>/<slot>`` = host:port, waits for
+the ``cluster`` spec the master assembles from those, starts its server, publishes
+``up/<role>/<slot>`` and serves until killed.
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import time
+
+os.environ.setdefault("GRPC_FAIL_FAST", "use_caller")
+os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+
+
+def gpu_devices() -> str:
+    """The GPUs YARN assigned to this container, for CUDA_VISIBLE_DEVICES. With the NodeManager's
+    GPU plugin, YARN already sets CUDA_VISIBLE_DEVICES/NVIDIA_VISIBLE_DEVICES: respect that.
+    Without it (the embedded cluster counts GPUs, it does not isolate them) use the first N."""
+    for var in ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES"):
+        if os.environ.get(var):
+            return os.environ[var]
+    n = int(os.environ.get("TFH_GPUS", "0"))
+    return ",".join(str(i) for i in range(n)) if n else ""
+
+
+def main() -> int:
+    import skein
+
+    role, slot, port = os.environ["TFH_ROLE"], int(os.environ["TFH_SLOT"]), int(os.environ["TFH_PORT"])
+    os.environ["CUDA_VISIBLE_DEVICES"] = gpu_devices()
+    app = skein.ApplicationClient.from_current()
+    address = f"{socket.getfqdn()}:{port}"
+    app.kv[f"addr/{role}/{slot}"] = address.encode()
+    cluster = json.loads(app.kv.wait("cluster").decode())
+    if cluster[role][slot] != address:
+        raise SystemExit(f"{role}:{slot} is at {cluster[role][slot]} in the running job's cluster spec but this "
+                         f"container is {address}: a replacement must run on the lost container's host")
+    from tfhadoop.trainer import server
+
+    t0 = time.monotonic()
+    srv = server.start(cluster, role, slot, port=port, threads=int(os.environ.get("TFH_THREADS", "2")))
+    app.kv[f"up/{role}/{slot}"] = json.dumps({"address": address, "container": os.environ.get("SKEIN_CONTAINER_ID", ""),
+                                            "cuda_visible_devices": os.environ["CUDA_VISIBLE_DEVICES"],
+                                            "started": time.time(), "server_start_s": time.monotonic() - t0}).encode()
+    print(f"{role}:{slot} serving at {address} (CUDA_VISIBLE_DEVICES={os.environ['CUDA_VISIBLE_DEVICES']!r})", flush=True)
+    srv.join()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,81 @@
+"""``tfhadoop train``: submit a training job (flags or a YAML job spec) and follow it to the end."""
+from __future__ import annotations
+
+import sys
+
+from tfhadoop.cli import CommandError
+
+FLAGS = [  # (flag, type, help)
+    ("--model", str, "MODULE:FUNCTION returning a compiled tf-keras model"),
+    ("--data", str, "dataset directory with a _tfhadoop.json manifest (hdfs://...)"),
+    ("--label", str, "label column (default: label)"),
+    ("--workers", int, "worker containers (default 2)"),
+    ("--min-workers", int, "keep training while at least this many workers are alive (default 1)"),
+    ("--ps", int, "parameter servers (default 1)"),
+    ("--worker-gpus", int, "yarn.io/gpu per worker (default 0)"),
+    ("--worker-memory", str, "memory per worker, e.g. 4g (default 2g)"),
+    ("--worker-vcores", int, "vcores per worker (default 1)"),
+    ("--ps-memory", str, "memory per parameter server (default 1g)"),
+    ("--queue", str, "YARN queue (default: default)"),
+    ("--epochs", int, "epochs over the train split (default 1)"),
+    ("--batch-size", int, "batch size per step (default 64)"),
+    ("--task-records", int, "records per scheduled task (default 1000)"),
+    ("--checkpoint-dir", str, "hdfs:// directory for checkpoints, events.jsonl and metrics.json"),
+    ("--export-dir", str, "hdfs:// directory the SavedModel is published to (must not exist)"),
+    ("--name", str, "YARN application name"),
+]
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("train", help="train a model on YARN (parameter servers + workers)",
+                              description=__doc__)
+    p.add_argument("spec", nargs="?", help="YAML job spec; flags override its keys")
+    for flag, kind, text in FLAGS:
+        p.add_argument(flag, type=kind, help=text)
+    p.add_argument("--python-path", action="append", default=None, help="extra PYTHONPATH entry for the model's code")
+    p.add_argument("--detach", action="store_true", help="print the application id and return")
+    p.set_defaults(func=run)
+
+
+def job_from_args(args):
+    from tfhadoop.trainer.job import JobSpec
+
+    data = {}
+    if args.spec:
+        import yaml
+
+        with open(args.spec) as f:
+            data = {k.replace("-", "_"): v for k, v in (yaml.safe_load(f) or {}).items()}
+    for flag, _, _ in FLAGS:
+        key = flag[2:].replace("-", "_")
+        if getattr(args, key) is not None:
+            data[key] = getattr(args, key)
+    if args.python_path:
+        data["python_path"] = args.python_path
+    missing = [k for k in ("model", "data", "checkpoint_dir", "export_dir") if not data.get(k)]
+    if missing:
+        raise CommandError("missing " + ", ".join("--" + k.replace("_", "-") for k in missing))
+    return JobSpec.from_dict(data)
+
+
+def run(args) -> int:
+    import skein
+
+    from tfhadoop.trainer.job import follow, submit
+
+    job = job_from_args(args)
+    app_id = submit(job)
+    with skein.Client() as client:
+        url = client.application_report(app_id).tracking_url
+    print(f"application {app_id}\ntracking URL {url}", flush=True)
+    if args.detach:
+        return 0
+    state = follow(app_id)
+    if state["metrics"]:
+        print("metrics:", state["metrics"].get("eval") or state["metrics"].get("epochs"))
+    if state["final_status"] != "SUCCEEDED":
+        diag = (state["result"] or {}).get("diagnostics") or state["diagnostics"]
+        print(f"training FAILED ({state['state']}): {diag}", file=sys.stderr)
+        return 1
+    print(f"training SUCCEEDED: SavedModel at {job.export_dir}")
+    return 0
