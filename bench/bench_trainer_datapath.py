@@ -146,6 +146,7 @@ def main():
                 recovered.setdefault("t", time.perf_counter())
 
     logging.getLogger("tensorflow").addHandler(Catch())
+    logging.getLogger("tensorflow").setLevel(logging.INFO)
     procs[2].kill()
     procs[2].wait()
     results = [coord.schedule(task_fn, args=(tf.constant(p), tf.constant(s, tf.int64), tf.constant(c, tf.int64)))

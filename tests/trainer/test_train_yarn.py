@@ -83,3 +83,77 @@ def test_model_function_that_raises_fails_fast(hadoop_cluster, dataset):
     assert sum(e["event"] == "coordinator_started" for e in events) == 1  # no restart loop
     assert events[-1]["status"] == "FAILED"
     assert time.monotonic() - t0 < 300
+
+
+def _wait(predicate, timeout, what):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(1)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+def _state_epoch(run):
+    from tfhadoop.trainer import hdfs_io
+
+    try:
+        return json.loads(hdfs_io.read_bytes(f"{run}/ckpt/latest/state.json"))["epoch"]
+    except Exception:  # noqa: BLE001 - not written yet
+        return None
+
+
+def _lost_events(run):
+    try:
+        return [e for e in _events(run) if e["event"] == "container_lost"]
+    except Exception:  # noqa: BLE001 - not written yet
+        return []
+
+
+def test_preempted_worker_is_replaced_and_rejoins_without_restart(hadoop_cluster, dataset):
+    import skein
+
+    # 2 GB master + 1 GB PS + 2 x 5 GB workers in `train` leave 3 GB of 16 GB; `urgent` then asks
+    # for 3 x 2 GB and the preemption monitor takes back the newest container of `train`: a worker.
+    epochs = 60
+    run, proc = _train(hadoop_cluster, dataset, background=True,
+                       extra=["--workers", "2", "--min-workers", "1", "--epochs", str(epochs), "--queue", "train",
+                              "--worker-memory", "5g"])
+    urgent = None
+    try:
+        _wait(lambda: (_state_epoch(run) or 0) >= 2 or proc.poll() is not None, 300, "two epochs")
+        assert proc.poll() is None, proc.communicate()[1][-3000:]
+        with skein.Client() as client:
+            urgent = client.submit_and_connect(skein.ApplicationSpec(
+                name="urgent", queue="urgent", max_attempts=1,
+                master=skein.Master(resources=skein.Resources(memory=256, vcores=1)),
+                services={"task": skein.Service(instances=3, resources=skein.Resources(memory=2048, vcores=1),
+                                                script="sleep 600")}))
+            lost = _wait(lambda: _lost_events(run), 120, "a preempted container")
+            assert lost[0]["role"] == "worker", lost
+            assert lost[0]["diagnostics"] == "Container preempted by scheduler"
+            epoch_at_loss = _state_epoch(run)
+            # Training goes on with the other worker while the replacement waits for resources.
+            _wait(lambda: (_state_epoch(run) or 0) >= epoch_at_loss + 2, 180, "training on with one worker")
+            urgent.shutdown()
+            urgent = None
+        out, err = proc.communicate(timeout=900)
+    finally:
+        if urgent is not None:
+            urgent.shutdown()
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, (out + err)[-4000:]
+    metrics = _metrics(run)
+    assert [e["examples"] for e in metrics["epochs"]] == [2400] * epochs  # exactly once per epoch
+    events = _events(run)
+    kinds = [e["event"] for e in events]
+    assert kinds.count("coordinator_started") == 1  # no restart
+    lost = [e for e in events if e["event"] == "container_lost"]
+    assert lost and lost[0].get("exit_status") == -102, lost
+    slot = lost[0]["slot"]
+    assert any(e["event"] == "replacement_requested" and e["slot"] == slot for e in events)
+    rejoins = [r for r in metrics["rejoins"] if r["slot"] == slot]
+    assert rejoins, metrics["rejoins"]
+    print("worker lost -> rejoined:", round(rejoins[0]["time"] - lost[0]["time"], 1), "s")

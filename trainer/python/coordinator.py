@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import re
 import shutil
 import sys
 import time
@@ -29,6 +30,32 @@ def load_model_fn(name: str):
     return getattr(importlib.import_module(module), attr)
 
 
+class RejoinWatch:
+    """ClusterCoordinator logs when a lost worker is back ("Worker ... has been recovered"):
+    those become ``rejoins`` in the key-value store (slot, time), for the client and the event
+    log (time from a replacement's start to its rejoining)."""
+
+    PATTERN = re.compile(r"Worker /job:worker/replica:0/task:(\d+) has been recovered")
+
+    def __init__(self, progress: "Progress"):
+        import logging
+
+        self.progress, self.rejoins = progress, []
+        watch = self
+
+        class Handler(logging.Handler):
+            def emit(self, record):
+                m = watch.PATTERN.search(record.getMessage())
+                if m:
+                    watch.rejoins.append({"slot": int(m.group(1)), "time": time.time()})
+                    print(f"worker {m.group(1)} rejoined", flush=True)
+                    watch.progress.put_list("rejoins", watch.rejoins)
+
+        logger = logging.getLogger("tensorflow")
+        logger.addHandler(Handler())
+        logger.setLevel(logging.INFO)
+
+
 class Progress:
     """Progress and results for the client, in the Skein key-value store."""
 
@@ -36,6 +63,10 @@ class Progress:
         self.app = app
 
     def put(self, key: str, value: dict) -> None:
+        if self.app is not None:
+            self.app.kv[key] = json.dumps(value).encode()
+
+    def put_list(self, key: str, value: list) -> None:
         if self.app is not None:
             self.app.kv[key] = json.dumps(value).encode()
 
@@ -49,6 +80,7 @@ def run(job: dict, cluster: dict, work: str, app=None) -> dict:
     from tfhadoop.trainer.tasks import EpochLedger, plan_epoch
 
     progress = Progress(app)
+    rejoin_watch = RejoinWatch(progress)
     manifest = load_manifest(job["data"])
     tf.config.threading.set_inter_op_parallelism_threads(len(cluster["worker"]) + len(cluster["ps"]) + 2)
     os.environ["TF_CONFIG"] = json.dumps({"cluster": cluster, "task": {"type": "chief", "index": 0}})
@@ -136,7 +168,8 @@ def run(job: dict, cluster: dict, work: str, app=None) -> dict:
     plain = build()
     plain.set_weights(model.get_weights())
     metrics = {"train_seconds": time.monotonic() - t_start,
-               "first_step_s": (first_step_at - t_start) if first_step_at else None, "epochs": state["history"]}
+               "first_step_s": (first_step_at - t_start) if first_step_at else None, "epochs": state["history"],
+               "rejoins": rejoin_watch.rejoins}
     if manifest.split("eval"):
         from tfhadoop.trainer.manifest import local_name
         from tfhadoop.trainer.step import COMPRESSION, model_inputs
