@@ -157,3 +157,40 @@ def test_preempted_worker_is_replaced_and_rejoins_without_restart(hadoop_cluster
     rejoins = [r for r in metrics["rejoins"] if r["slot"] == slot]
     assert rejoins, metrics["rejoins"]
     print("worker lost -> rejoined:", round(rejoins[0]["time"] - lost[0]["time"], 1), "s")
+
+
+def _app_id(proc) -> str:
+    for line in proc.stdout:
+        if line.startswith("application "):
+            return line.split()[1]
+    raise AssertionError("tfhadoop train printed no application id: " + proc.stderr.read()[-3000:])
+
+
+def test_killed_parameter_server_resumes_from_checkpoint(hadoop_cluster, dataset):
+    import skein
+
+    epochs = 12
+    run, proc = _train(hadoop_cluster, dataset, background=True,
+                       extra=["--workers", "2", "--epochs", str(epochs)])
+    try:
+        app_id = _app_id(proc)
+        _wait(lambda: (_state_epoch(run) or 0) >= 2 or proc.poll() is not None, 300, "two epochs")
+        assert proc.poll() is None
+        with skein.Client() as client:
+            app = client.connect(app_id)
+            ps = [c for c in app.get_containers(services=["ps"]) if str(c.state) == "RUNNING"]
+            assert len(ps) == 1
+            app.kill_container(ps[0].id)
+        out, err = proc.communicate(timeout=900)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, (out + err)[-4000:]
+    events = _events(run)
+    kinds = [e["event"] for e in events]
+    lost = [e for e in events if e["event"] == "container_lost"]
+    assert [e["role"] for e in lost] == ["ps"], lost
+    assert "replacement_up" in kinds and kinds.count("coordinator_started") >= 2
+    assert [e["examples"] for e in _metrics(run)["epochs"]] == [2400] * epochs
+    restarted = [e for e in events if e["event"] == "coordinator_started"][-1]
+    print("PS lost -> coordinator restarted:", round(restarted["time"] - lost[0]["time"], 1), "s")
