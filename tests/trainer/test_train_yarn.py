@@ -194,3 +194,42 @@ def test_killed_parameter_server_resumes_from_checkpoint(hadoop_cluster, dataset
     assert [e["examples"] for e in _metrics(run)["epochs"]] == [2400] * epochs
     restarted = [e for e in events if e["event"] == "coordinator_started"][-1]
     print("PS lost -> coordinator restarted:", round(restarted["time"] - lost[0]["time"], 1), "s")
+
+
+def test_starts_with_min_workers_then_scales_up(hadoop_cluster, dataset):
+    import skein
+
+    # A filler of 2 x 4 GB in `default` leaves room for the master (2 GB), the PS (1 GB) and ONE
+    # 3 GB worker: the job starts with --min-workers 1 and takes the second worker when the
+    # filler goes away.
+    epochs = 30
+    with skein.Client() as client:
+        filler = client.submit_and_connect(skein.ApplicationSpec(
+            name="filler", queue="default", max_attempts=1,
+            master=skein.Master(resources=skein.Resources(memory=256, vcores=1)),
+            services={"task": skein.Service(instances=2, resources=skein.Resources(memory=4096, vcores=1),
+                                            script="sleep 600")}))
+    try:
+        _wait(lambda: len(filler.get_containers(states=["RUNNING"])) == 2, 120, "the filler's containers")
+        run, proc = _train(hadoop_cluster, dataset, background=True,
+                           extra=["--workers", "2", "--min-workers", "1", "--worker-memory", "3g",
+                                  "--startup-wait", "20", "--epochs", str(epochs)])
+        try:
+            _wait(lambda: (_state_epoch(run) or 0) >= 2 or proc.poll() is not None, 300, "two epochs")
+            assert proc.poll() is None, proc.communicate()[1][-3000:]
+            filler.shutdown()
+            filler = None
+            out, err = proc.communicate(timeout=900)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    finally:
+        if filler is not None:
+            filler.shutdown()
+    assert proc.returncode == 0, (out + err)[-4000:]
+    events = _events(run)
+    up = next(e for e in events if e["event"] == "cluster_up")
+    assert up["workers"] == 1
+    rescaled = [e for e in events if e["event"] == "rescaled"]
+    assert rescaled and rescaled[0]["workers"] == 2, [e["event"] for e in events]
+    assert [e["examples"] for e in _metrics(run)["epochs"]] == [2400] * epochs

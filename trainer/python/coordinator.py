@@ -22,6 +22,10 @@ os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 
 
+RESCALE = "rescale"  # file the master creates in the work dir: checkpoint, then exit RESCALE_EXIT
+RESCALE_EXIT = 75
+
+
 def load_model_fn(name: str):
     """``pkg.module:function`` -> the function."""
     module, _, attr = name.partition(":")
@@ -158,6 +162,10 @@ def run(job: dict, cluster: dict, work: str, app=None) -> dict:
                                       "steps": state["steps"], "examples_per_s": round(n_wave / dt, 1),
                                       "time": time.time()})
             save()
+            if os.path.exists(os.path.join(work, RESCALE)):  # the master has more workers for us
+                os.remove(os.path.join(work, RESCALE))
+                print("checkpoint saved; exiting to restart with the new cluster spec", flush=True)
+                os._exit(RESCALE_EXIT)
         state["history"].append({"epoch": epoch, "examples": ledger.examples, "expected": expected,
                                  "mean_loss": loss_sum / max(ledger.examples, 1)})
         print(f"epoch {epoch}: {ledger.examples} examples (expected {expected})", flush=True)

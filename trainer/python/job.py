@@ -53,6 +53,7 @@ class JobSpec:
     max_ps_restarts: int = 3
     max_coordinator_restarts: int = 3
     startup_timeout: int = 300
+    startup_wait: int = 60  # then start with >= min_workers and scale up as the rest arrive
     name: str = "tfhadoop-train"
     python: str = sys.executable
     python_path: list = field(default_factory=list)  # extra PYTHONPATH entries (the model's code)

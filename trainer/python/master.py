@@ -65,6 +65,9 @@ class Master:
         self.coordinator: subprocess.Popen | None = None
         self.coordinator_attempts = 0
         self.last_error: dict | None = None
+        self.in_spec: list[int] = []  # worker slots in the cluster spec, in task-index order
+        self.cluster: dict = {}
+        self.rescale_pending = False
 
     # -- containers -------------------------------------------------------------------------
     def start(self, role: str, slot: int) -> None:
@@ -76,21 +79,62 @@ class Master:
         self.app.kv["workers_alive"] = str(sum(1 for r, _ in self.live if r == "worker")).encode()
 
     def wait_addresses(self, timeout: float) -> dict:
-        deadline = time.monotonic() + timeout
+        """Every PS address, and the workers' addresses: all of them, or after ``startup_wait`` s
+        as many as have come (at least ``min_workers``); the rest join later by rescaling."""
+        t0 = time.monotonic()
         cluster = {"ps": [], "worker": []}
-        for role in ("ps", "worker"):
-            n = self.job[role if role == "ps" else "workers"]
-            for slot in range(n):
-                key = f"addr/{role}/{slot}"
-                while key not in self.app.kv:
-                    self.check_startup_failures()
-                    if time.monotonic() > deadline:
-                        raise RuntimeError(f"{role}:{slot} did not start within {timeout:.0f} s "
-                                           f"(not enough resources in queue {self.job['queue']}?)")
-                    time.sleep(0.5)
-                cluster[role].append(self.app.kv[key].decode())
+        for slot in range(self.job["ps"]):
+            key = f"addr/ps/{slot}"
+            while key not in self.app.kv:
+                self.check_startup_failures()
+                if time.monotonic() - t0 > timeout:
+                    raise RuntimeError(f"ps:{slot} did not start within {timeout:.0f} s "
+                                       f"(not enough resources in queue {self.job['queue']}?)")
+                time.sleep(0.5)
+            cluster["ps"].append(self.app.kv[key].decode())
+        while True:
+            self.check_startup_failures()
+            present = [s for s in range(self.job["workers"]) if f"addr/worker/{s}" in self.app.kv]
+            waited = time.monotonic() - t0
+            if len(present) == self.job["workers"] or (
+                    waited > self.job.get("startup_wait", 60) and len(present) >= self.job.get("min_workers", 1)):
+                break
+            if waited > timeout:
+                raise RuntimeError(f"{len(present)} of {self.job['workers']} workers started within {timeout:.0f} s, "
+                                   f"fewer than --min-workers {self.job.get('min_workers', 1)} "
+                                   f"(not enough resources in queue {self.job['queue']}?)")
+            time.sleep(0.5)
+        self.in_spec = present
+        cluster["worker"] = [self.app.kv[f"addr/worker/{s}"].decode() for s in present]
         cluster["chief"] = [f"{socket.getfqdn()}:{free_port()}"]
         return cluster
+
+    def publish_cluster(self, cluster: dict) -> None:
+        self.cluster = cluster
+        with open(os.path.join(self.work, "cluster.json"), "w") as f:
+            json.dump(cluster, f)
+        self.app.kv["cluster"] = json.dumps(cluster).encode()
+
+    def maybe_rescale(self) -> None:
+        """A worker slot that was not in the spec has a container now: put it in the spec, let it
+        start its server, and ask the coordinator to checkpoint and exit (it is restarted with the
+        larger spec when it does)."""
+        if self.rescale_pending:
+            return
+        arrived = [s for s in range(self.job["workers"])
+                   if s not in self.in_spec and f"addr/worker/{s}" in self.app.kv]
+        if not arrived:
+            return
+        cluster = dict(self.cluster)
+        cluster["worker"] = self.cluster["worker"] + [self.app.kv[f"addr/worker/{s}"].decode() for s in arrived]
+        self.in_spec = self.in_spec + arrived
+        self.publish_cluster(cluster)
+        self.wait_up([f"up/worker/{s}" for s in arrived], self.job.get("startup_timeout", 300))
+        from tfhadoop.trainer.coordinator import RESCALE
+
+        open(os.path.join(self.work, RESCALE), "w").close()
+        self.rescale_pending = True
+        self.events.add("rescale_requested", role="worker", slots=arrived, workers=len(cluster["worker"]))
 
     def check_startup_failures(self) -> None:
         for c in self.app.get_containers(services=["ps", "worker"], states=["FAILED", "KILLED"]):
@@ -133,11 +177,10 @@ class Master:
         for role, slot in self.ports:
             self.start(role, slot)
         cluster = self.wait_addresses(self.job.get("startup_timeout", 300))
-        with open(os.path.join(self.work, "cluster.json"), "w") as f:
-            json.dump(cluster, f)
-        self.app.kv["cluster"] = json.dumps(cluster).encode()
-        self.wait_up([f"up/{r}/{s}" for r, s in self.ports], self.job.get("startup_timeout", 300))
-        self.events.add("cluster_up", cluster=cluster)
+        self.publish_cluster(cluster)
+        self.wait_up([f"up/ps/{s}" for s in range(self.job["ps"])] + [f"up/worker/{s}" for s in self.in_spec],
+                     self.job.get("startup_timeout", 300))
+        self.events.add("cluster_up", cluster=cluster, workers=len(cluster["worker"]))
         self.start_coordinator()
         while True:
             outcome = self.watch_containers()
@@ -145,7 +188,17 @@ class Master:
                 return outcome
             rc = self.coordinator.poll()
             if rc is None:
+                if len(self.in_spec) < self.job["workers"]:
+                    self.maybe_rescale()
                 time.sleep(1)
+                continue
+            from tfhadoop.trainer.coordinator import RESCALE_EXIT
+
+            if rc == RESCALE_EXIT and self.rescale_pending:
+                self.rescale_pending = False
+                self.events.add("rescaled", role="chief", workers=len(self.cluster["worker"]))
+                self.coordinator_attempts -= 1  # a planned restart, not a failure
+                self.start_coordinator()
                 continue
             if rc == 0:
                 self.events.add("succeeded", role="chief")

@@ -40,13 +40,16 @@ def main() -> int:
     address = f"{socket.getfqdn()}:{port}"
     app.kv[f"addr/{role}/{slot}"] = address.encode()
     cluster = json.loads(app.kv.wait("cluster").decode())
-    if cluster[role][slot] != address:
-        raise SystemExit(f"{role}:{slot} is at {cluster[role][slot]} in the running job's cluster spec but this "
-                         f"container is {address}: a replacement must run on the lost container's host")
+    # A worker that arrives after training started with fewer workers is in the spec once the
+    # master rescales; until then it waits.
+    while address not in cluster[role]:
+        time.sleep(1)
+        cluster = json.loads(app.kv["cluster"].decode())
+    index = cluster[role].index(address)
     from tfhadoop.trainer import server
 
     t0 = time.monotonic()
-    srv = server.start(cluster, role, slot, port=port, threads=int(os.environ.get("TFH_THREADS", "2")))
+    srv = server.start(cluster, role, index, port=port, threads=int(os.environ.get("TFH_THREADS", "2")))
     app.kv[f"up/{role}/{slot}"] = json.dumps({"address": address, "container": os.environ.get("SKEIN_CONTAINER_ID", ""),
                                             "cuda_visible_devices": os.environ["CUDA_VISIBLE_DEVICES"],
                                             "started": time.time(), "server_start_s": time.monotonic() - t0}).encode()

@@ -22,6 +22,7 @@ FLAGS = [  # (flag, type, help)
     ("--task-records", int, "records per scheduled task (default 1000)"),
     ("--checkpoint-dir", str, "hdfs:// directory for checkpoints, events.jsonl and metrics.json"),
     ("--export-dir", str, "hdfs:// directory the SavedModel is published to (must not exist)"),
+    ("--startup-wait", int, "seconds to wait for all workers before starting with --min-workers (default 60)"),
     ("--name", str, "YARN application name"),
 ]
 

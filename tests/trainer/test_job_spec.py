@@ -1,0 +1,66 @@
+"""Job spec from flags and YAML, memory sizes, GPU assignment: the checks a user meets first."""
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from tfhadoop.cli import CommandError
+from tfhadoop.trainer import role, train_cli
+from tfhadoop.trainer.job import JobSpec, mebibytes
+
+BASE = {"model": "m:build", "data": "hdfs:///d", "checkpoint_dir": "hdfs:///c", "export_dir": "hdfs:///e"}
+
+
+@pytest.mark.parametrize("text, mib", [("4g", 4096), ("512m", 512), ("2 GiB", 2048), (300, 300), ("1.5g", 1536)])
+def test_memory_sizes(text, mib):
+    assert mebibytes(text) == mib
+
+
+def test_bad_memory_size():
+    with pytest.raises(CommandError, match="bad memory size"):
+        mebibytes("lots")
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"min_workers": 3, "workers": 2}, "--min-workers"),
+    ({"ps": 0}, "--ps"),
+    ({"export_dir": "/local"}, "--export-dir must be an hdfs"),
+    ({"model": "nofunction"}, "MODULE:FUNCTION"),
+    ({"wrokers": 2}, "unknown job spec keys: wrokers"),
+])
+def test_spec_validation(change, message):
+    with pytest.raises(CommandError, match=message):
+        JobSpec.from_dict({**BASE, **change})
+
+
+def _args(argv):
+    parser = argparse.ArgumentParser()
+    train_cli.register(parser.add_subparsers())
+    return parser.parse_args(["train", *argv])
+
+
+def test_yaml_spec_and_flags_override(tmp_path):
+    spec = tmp_path / "job.yaml"
+    spec.write_text("model: pkg.mod:build\ndata: hdfs:///data\ncheckpoint-dir: hdfs:///ckpt\n"
+                    "export_dir: hdfs:///model\nworkers: 3\nworker-memory: 4g\nqueue: train\n")
+    job = train_cli.job_from_args(_args([str(spec), "--workers", "4", "--min-workers", "2"]))
+    assert (job.model, job.workers, job.min_workers, job.worker_memory, job.queue) == \
+        ("pkg.mod:build", 4, 2, "4g", "train")
+
+
+def test_missing_flags_are_named():
+    with pytest.raises(CommandError, match="missing --data, --checkpoint-dir, --export-dir"):
+        train_cli.job_from_args(_args(["--model", "m:f"]))
+
+
+def test_gpu_devices_respect_yarn_assignment(monkeypatch):
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.delenv("NVIDIA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.setenv("TFH_GPUS", "2")
+    assert role.gpu_devices() == "0,1"
+    monkeypatch.setenv("NVIDIA_VISIBLE_DEVICES", "3")
+    assert role.gpu_devices() == "3"
+    monkeypatch.setenv("TFH_GPUS", "0")
+    monkeypatch.delenv("NVIDIA_VISIBLE_DEVICES")
+    assert role.gpu_devices() == ""
