@@ -51,7 +51,7 @@ def _metrics(run):
 
 
 def test_two_workers_one_ps_train_export_and_predict(hadoop_cluster, dataset, tmp_path):
-    run, proc = _train(hadoop_cluster, dataset, extra=["--workers", "2", "--epochs", "2"])
+    run, proc = _train(hadoop_cluster, dataset, extra=["--workers", "2", "--epochs", "2", "--worker-gpus", "1"])
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-4000:]
     assert "application application_" in proc.stdout and "tracking URL" in proc.stdout
@@ -72,6 +72,10 @@ def test_two_workers_one_ps_train_export_and_predict(hadoop_cluster, dataset, tm
     assert metrics["eval"]["loss"] < 0.05 * constant
     events = [e["event"] for e in _events(run)]
     assert events[:2] == ["cluster_up", "coordinator_started"] and events[-1] == "finished"
+    # Each worker got one yarn.io/gpu; without a GPU plugin YARN sets no device list, so the role
+    # exposes the first N devices.
+    up = _events(run)[0]
+    assert up["cuda_visible_devices"] == {"0": "0", "1": "0"}
 
 
 def test_model_function_that_raises_fails_fast(hadoop_cluster, dataset):
@@ -233,3 +237,18 @@ def test_starts_with_min_workers_then_scales_up(hadoop_cluster, dataset):
     rescaled = [e for e in events if e["event"] == "rescaled"]
     assert rescaled and rescaled[0]["workers"] == 2, [e["event"] for e in events]
     assert [e["examples"] for e in _metrics(run)["epochs"]] == [2400] * epochs
+
+
+def test_status_and_kill_commands(hadoop_cluster, dataset):
+    run, proc = _train(hadoop_cluster, dataset, extra=["--workers", "1", "--epochs", "50", "--detach"])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    app_id = next(line.split()[1] for line in proc.stdout.splitlines() if line.startswith("application "))
+    tfh = [sys.executable, "-m", "tfhadoop"]
+    _wait(lambda: (_state_epoch(run) or 0) >= 1, 300, "one epoch")
+    status = subprocess.run([*tfh, "status", app_id], capture_output=True, text=True, timeout=120)
+    assert status.returncode == 0 and f"{app_id} tfhadoop-train RUNNING" in status.stdout, status.stderr[-2000:]
+    assert "progress:" in status.stdout and '"event": "coordinator_started"' in status.stdout
+    killed = subprocess.run([*tfh, "kill", app_id], capture_output=True, text=True, timeout=120)
+    assert killed.returncode == 0 and f"killed {app_id}" in killed.stdout
+    status = subprocess.run([*tfh, "status", app_id], capture_output=True, text=True, timeout=120)
+    assert "KILLED" in status.stdout

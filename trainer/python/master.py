@@ -180,7 +180,9 @@ class Master:
         self.publish_cluster(cluster)
         self.wait_up([f"up/ps/{s}" for s in range(self.job["ps"])] + [f"up/worker/{s}" for s in self.in_spec],
                      self.job.get("startup_timeout", 300))
-        self.events.add("cluster_up", cluster=cluster, workers=len(cluster["worker"]))
+        devices = {s: json.loads(self.app.kv[f"up/worker/{s}"].decode()).get("cuda_visible_devices")
+                   for s in self.in_spec}
+        self.events.add("cluster_up", cluster=cluster, workers=len(cluster["worker"]), cuda_visible_devices=devices)
         self.start_coordinator()
         while True:
             outcome = self.watch_containers()
