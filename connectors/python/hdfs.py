@@ -194,7 +194,24 @@ class NativeFS(_HdfsFS):
         self._status("/")
 
 
-class _WebHdfsWriter:
+class _OwnsContext:
+    """A file-like object over a context manager it entered: closing exits it, once."""
+
+    _cm = None
+
+    def close(self) -> None:
+        if self._cm is not None:
+            cm, self._cm = self._cm, None
+            cm.__exit__(None, None, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class _WebHdfsWriter(_OwnsContext):
     """A file-like writer over the hdfs package's streaming ``write`` context manager."""
 
     def __init__(self, cm, url):
@@ -209,19 +226,9 @@ class _WebHdfsWriter:
     def flush(self) -> None:
         pass
 
-    def close(self) -> None:
-        if self._cm is not None:
-            cm, self._cm = self._cm, None
-            cm.__exit__(None, None, None)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
 
-class _WebHdfsReader:
+class _WebHdfsReader(_OwnsContext):
     """An HTTP body that ends early (a dropped connection) raises instead of looking like EOF."""
 
     def __init__(self, cm, url: str, length: int):
@@ -239,16 +246,6 @@ class _WebHdfsReader:
     def readable(self) -> bool:
         return True
 
-    def close(self) -> None:
-        if self._cm is not None:
-            cm, self._cm = self._cm, None
-            cm.__exit__(None, None, None)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
 
 class WebHdfsFS(_HdfsFS):
