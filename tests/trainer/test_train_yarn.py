@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from waiting import wait_for
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -90,13 +91,7 @@ def test_model_function_that_raises_fails_fast(hadoop_cluster, dataset):
 
 
 def _wait(predicate, timeout, what):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(1)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+    return wait_for(predicate, timeout, what, interval=1)
 
 
 def _state_epoch(run):

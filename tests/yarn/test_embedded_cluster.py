@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import skein
+from waiting import wait_for
 
 from tfhadoop.yarn.embedded import EmbeddedCluster
 from tfhadoop.yarn.history import PREEMPTED, container_exits
@@ -33,13 +34,7 @@ def _spec(name, queue="default", instances=1, memory=256, gpus=0, script="sleep 
 
 
 def _wait(predicate, timeout, what):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.5)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+    return wait_for(predicate, timeout, what, interval=0.5)
 
 
 def _wait_finished(client, app_id, timeout=120):
