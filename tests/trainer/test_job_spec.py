@@ -28,6 +28,10 @@ def test_bad_memory_size():
     ({"export_dir": "/local"}, "--export-dir must be an hdfs"),
     ({"model": "nofunction"}, "MODULE:FUNCTION"),
     ({"wrokers": 2}, "unknown job spec keys: wrokers"),
+    ({"epochs": 2, "steps": 100}, "--epochs and --steps are exclusive"),
+    ({"steps": 0}, "--steps must be positive"),
+    ({"checkpoint_secs": -1}, "--checkpoint-secs must be positive"),
+    ({"python_archive": "/tmp/env.tar.gz"}, "--python-archive must be a URL"),
 ])
 def test_spec_validation(change, message):
     with pytest.raises(CommandError, match=message):
@@ -64,3 +68,25 @@ def test_gpu_devices_respect_yarn_assignment(monkeypatch):
     monkeypatch.setenv("TFH_GPUS", "0")
     monkeypatch.delenv("NVIDIA_VISIBLE_DEVICES")
     assert role.gpu_devices() == ""
+
+
+def test_epochs_default_to_one_unless_steps_are_given():
+    assert (JobSpec.from_dict(BASE).epochs, JobSpec.from_dict(BASE).steps) == (1, None)
+    assert (JobSpec.from_dict({**BASE, "steps": 50}).epochs, JobSpec.from_dict({**BASE, "steps": 50}).steps) == \
+        (None, 50)
+
+
+def test_packed_environment_reaches_every_container():
+    from tfhadoop.trainer.job import application_spec
+    from tfhadoop.trainer.manifest import Manifest
+
+    job = JobSpec.from_dict({**BASE, "python_archive": "hdfs:///envs/env.tar.gz"})
+    assert job.python == "./env/bin/python"
+    manifest = Manifest("hdfs:///d", "none", (), {}, {})
+    spec = application_spec(job, manifest, "/tmp/job.json")
+    for files in (spec.master.files, spec.services["ps"].files, spec.services["worker"].files):
+        assert files["env"].source == "hdfs:///envs/env.tar.gz" and str(files["env"].type) == "ARCHIVE"
+    assert spec.master.script.startswith("./env/bin/python -m tfhadoop.trainer.master")
+    assert spec.services["worker"].script.startswith("./env/bin/python -m tfhadoop.trainer.role")
+    plain = application_spec(JobSpec.from_dict(BASE), manifest, "/tmp/job.json")
+    assert "env" not in plain.services["worker"].files

@@ -39,6 +39,22 @@ def _train(hadoop_cluster, dataset, model="trainer_test_models:linear", extra=()
     return run, proc
 
 
+def tensorboard_scalars(url, local) -> dict:
+    """{run ("train"/"eval"): {tag: [(step, value), ...]}} from the event files under ``url``."""
+    import tensorflow as tf
+
+    from tfhadoop.trainer import hdfs_io
+
+    hdfs_io.download_dir(url, str(local))
+    out = {}
+    for path in sorted(Path(local).rglob("events.out.tfevents.*")):
+        for event in tf.compat.v1.train.summary_iterator(str(path)):
+            for value in event.summary.value:
+                out.setdefault(path.parent.name, {}).setdefault(value.tag, []).append(
+                    (event.step, float(tf.make_ndarray(value.tensor))))
+    return out
+
+
 def _events(run):
     from tfhadoop.trainer import hdfs_io
 
@@ -71,6 +87,13 @@ def test_two_workers_one_ps_train_export_and_predict(hadoop_cluster, dataset, tm
     constant = float(np.mean((y - y.mean()) ** 2))
     assert mse < 0.05 * constant, (mse, constant)
     assert metrics["eval"]["loss"] < 0.05 * constant
+    assert metrics["eval"]["mae"] < metrics["eval"]["loss"] ** 0.5 * 1.5  # the compiled metric, on the eval split
+    assert "mae" in proc.stdout  # `tfhadoop train` prints the final metrics
+    # TensorBoard event files on HDFS: train loss per wave (falling), eval metrics at the last step.
+    scalars = tensorboard_scalars(f"{run}/ckpt/tensorboard", tmp_path / "tb")
+    losses = scalars["train"]["loss"]
+    assert len(losses) >= 2 and losses[-1][1] < losses[0][1], losses
+    assert scalars["eval"]["mae"][0][0] == losses[-1][0] == metrics["steps"]
     events = [e["event"] for e in _events(run)]
     assert events[:2] == ["cluster_up", "coordinator_started"] and events[-1] == "finished"
     # Each worker got one yarn.io/gpu; without a GPU plugin YARN sets no device list, so the role

@@ -75,11 +75,37 @@ class Progress:
             self.app.kv[key] = json.dumps(value).encode()
 
 
+def training_done(state: dict, epochs: int | None, steps: int | None) -> bool:
+    """``--epochs``: all epochs done; ``--steps``: that many steps taken (epochs run on)."""
+    if steps:
+        return state["steps"] >= steps
+    return state["epoch"] >= epochs
+
+
+def within_step_budget(tasks: list, steps_left: int, batch_size: int) -> list:
+    """The tasks of a wave cut to ``steps_left`` steps: whole tasks while they fit, then the last
+    one shortened to the records of the steps left (a task of ``count`` records is
+    ceil(count / batch_size) steps)."""
+    out = []
+    for t in tasks:
+        if steps_left <= 0:
+            break
+        steps = -(-t.count // batch_size)
+        if steps > steps_left:
+            t = type(t)(t.id, t.path, t.start, steps_left * batch_size)
+            steps = steps_left
+        out.append(t)
+        steps_left -= steps
+    return out
+
+
 def run(job: dict, cluster: dict, work: str, app=None) -> dict:
     import tensorflow as tf
 
     from tfhadoop.trainer import hdfs_io
+    from tfhadoop.trainer.checkpoints import CheckpointPolicy, HdfsCheckpoints
     from tfhadoop.trainer.manifest import load as load_manifest
+    from tfhadoop.trainer.summaries import Summaries
     from tfhadoop.trainer.step import build_task_fn, parse_fn
     from tfhadoop.trainer.tasks import EpochLedger, plan_epoch
 
@@ -99,76 +125,71 @@ def run(job: dict, cluster: dict, work: str, app=None) -> dict:
         model.optimizer.build(model.trainable_variables)
     task_fn = build_task_fn(strategy, model, manifest.parse_spec, job["label"], job["batch_size"], manifest.compression)
 
-    ckpt = tf.train.Checkpoint(model=model, optimizer=model.optimizer)
-    ckpt_url = job["checkpoint_dir"].rstrip("/")
-    local_ckpt = os.path.join(work, "ckpt")
-    shutil.rmtree(local_ckpt, ignore_errors=True)
-    state = {"epoch": 0, "ledger": None, "steps": 0, "history": []}
-    if hdfs_io.exists(f"{ckpt_url}/latest/state.json"):
-        hdfs_io.download_dir(f"{ckpt_url}/latest", local_ckpt)
-        state = json.loads(open(os.path.join(local_ckpt, "state.json")).read())
-        ckpt.restore(os.path.join(local_ckpt, "ckpt")).expect_partial()
-        print(f"restored checkpoint: epoch {state['epoch']}, {len(state['ledger']['done']) if state['ledger'] else 0} "
-              f"tasks of it done", flush=True)
+    checkpoints = HdfsCheckpoints(tf.train.Checkpoint(model=model, optimizer=model.optimizer),
+                                  job["checkpoint_dir"], work)
+    ckpt_url = checkpoints.url
+    summaries = Summaries(work, f"{ckpt_url}/tensorboard")
+    state = checkpoints.restore() or {"epoch": 0, "ledger": None, "steps": 0, "history": []}
+    if state["steps"]:
+        print(f"restored checkpoint: epoch {state['epoch']}, step {state['steps']}, "
+              f"{len(state['ledger']['done']) if state['ledger'] else 0} tasks of the epoch done", flush=True)
+    policy = CheckpointPolicy(job.get("checkpoint_steps"), job.get("checkpoint_secs"))
+    policy.saved(state["steps"])
 
     def save():
-        tmp = os.path.join(work, f"ckpt-save-{time.time_ns()}")
-        ckpt.write(os.path.join(tmp, "ckpt"))
-        with open(os.path.join(tmp, "state.json"), "w") as f:
-            json.dump(state, f)
-        hdfs_io.upload_dir(tmp, f"{ckpt_url}/ckpt-{time.time_ns()}")
-        # "latest" is replaced by a rename of a complete upload.
-        staged = f"{ckpt_url}/latest.new"
-        client, _ = hdfs_io._client(ckpt_url)
-        from urllib.parse import urlparse
-        p = lambda u: urlparse(u).path  # noqa: E731
-        if hdfs_io.exists(staged):
-            client.delete(p(staged), True)
-        hdfs_io.upload_dir(tmp, staged)
-        if hdfs_io.exists(f"{ckpt_url}/latest"):
-            client.delete(p(f"{ckpt_url}/latest"), True)
-        client.rename(p(staged), p(f"{ckpt_url}/latest"))
-        shutil.rmtree(tmp, ignore_errors=True)
+        checkpoints.save(state)
+        policy.saved(state["steps"])
+        summaries.sync()
 
+    epochs, max_steps, batch_size = job.get("epochs"), job.get("steps"), job["batch_size"]
     expected = manifest.records("train")
-    wave = max(job.get("checkpoint_tasks", 8), 1)
+    wave = policy.wave_tasks(max(job.get("checkpoint_tasks", 8), 1), -(-job["task_records"] // batch_size))
     t_start = time.monotonic()
     first_step_at = None
-    while state["epoch"] < job["epochs"]:
+    while not training_done(state, epochs, max_steps):
         epoch = state["epoch"]
         tasks = plan_epoch(manifest, "train", job["task_records"], epoch=epoch, seed=job.get("seed", 0))
         ledger = EpochLedger.from_json(state["ledger"]) if state["ledger"] else EpochLedger(epoch, expected)
-        loss_sum = 0.0
         remaining = ledger.remaining(tasks)
-        while remaining:
+        while remaining and not training_done(state, epochs, max_steps):
             batch, remaining = remaining[:wave], remaining[wave:]
+            if max_steps:
+                batch = within_step_budget(batch, max_steps - state["steps"], batch_size)
             t0 = time.monotonic()
             results = [(t, coordinator.schedule(task_fn, args=(tf.constant(t.path), tf.constant(t.start, tf.int64),
                                                                   tf.constant(t.count, tf.int64))))
                        for t in batch]
             coordinator.join()
-            n_wave = 0
+            n_wave, loss_wave = 0, 0.0
             for t, r in results:
                 n, loss = r.fetch()
                 ledger.record(t, int(n))
-                loss_sum += float(loss)
+                loss_wave += float(loss)
                 n_wave += int(n)
             if first_step_at is None:
                 first_step_at = time.monotonic()
-            state["steps"] += sum(-(-t.count // job["batch_size"]) for t in batch)
+            state["steps"] += sum(-(-t.count // batch_size) for t in batch)
+            state["loss_sum"] = state.get("loss_sum", 0.0) + loss_wave
             state["ledger"] = ledger.to_json()
-            dt = time.monotonic() - t0
+            rate = n_wave / (time.monotonic() - t0)
             progress.put("progress", {"epoch": epoch, "examples": ledger.examples, "expected": expected,
-                                      "steps": state["steps"], "examples_per_s": round(n_wave / dt, 1),
+                                      "steps": state["steps"], "examples_per_s": round(rate, 1),
                                       "time": time.time()})
-            save()
-            if os.path.exists(os.path.join(work, RESCALE)):  # the master has more workers for us
+            summaries.scalars("train", state["steps"], {"loss": loss_wave / max(n_wave, 1),
+                                                        "examples_per_second": rate,
+                                                        "workers": len(cluster["worker"])})
+            rescale = os.path.exists(os.path.join(work, RESCALE))  # the master has a new cluster spec for us
+            if rescale or policy.due(state["steps"]):
+                save()
+            if rescale:
                 os.remove(os.path.join(work, RESCALE))
                 print("checkpoint saved; exiting to restart with the new cluster spec", flush=True)
                 os._exit(RESCALE_EXIT)
-        state["history"].append({"epoch": epoch, "examples": ledger.examples, "expected": expected,
-                                 "mean_loss": loss_sum / max(ledger.examples, 1)})
-        print(f"epoch {epoch}: {ledger.examples} examples (expected {expected})", flush=True)
+        entry = {"epoch": epoch, "examples": ledger.examples, "expected": expected,
+                 "mean_loss": state.pop("loss_sum", 0.0) / max(ledger.examples, 1), "steps": state["steps"]}
+        state["history"].append(entry)
+        summaries.scalars("train", state["steps"], {"epoch_loss": entry["mean_loss"]})
+        print(f"epoch {epoch}: {ledger.examples} examples (expected {expected}), step {state['steps']}", flush=True)
         state["epoch"], state["ledger"] = epoch + 1, None
         save()
 
@@ -177,6 +198,7 @@ def run(job: dict, cluster: dict, work: str, app=None) -> dict:
     plain.set_weights(model.get_weights())
     metrics = {"train_seconds": time.monotonic() - t_start,
                "first_step_s": (first_step_at - t_start) if first_step_at else None, "epochs": state["history"],
+               "steps": state["steps"],
                "rejoins": rejoin_watch.rejoins}
     if manifest.split("eval"):
         from tfhadoop.trainer.manifest import local_name
@@ -188,10 +210,12 @@ def run(job: dict, cluster: dict, work: str, app=None) -> dict:
         ds = ds.map(lambda f, y: (model_inputs(plain, f), y))
         values = plain.evaluate(ds, verbose=0, return_dict=True)
         metrics["eval"] = {k: float(v) for k, v in values.items()}
+        summaries.scalars("eval", state["steps"], metrics["eval"])
     local_export = os.path.join(work, "export")
     shutil.rmtree(local_export, ignore_errors=True)
     plain.save(local_export, save_format="tf")
     hdfs_io.publish_dir(local_export, job["export_dir"])
+    summaries.sync()
     hdfs_io.write_bytes(f"{ckpt_url}/metrics.json", json.dumps(metrics, indent=1).encode())
     progress.put("metrics", metrics)
     return metrics

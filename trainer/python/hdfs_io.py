@@ -85,3 +85,33 @@ def publish_dir(local: str, url: str) -> None:
     tmp_url = f"{url.rstrip('/')}.tmp-{uuid.uuid4().hex[:8]}"
     upload_dir(local, tmp_url)
     client.rename(_client(tmp_url)[1], path)
+
+
+def delete(url: str) -> None:
+    """Remove ``url`` (recursively) if it exists."""
+    client, path = _client(url)
+    if exists(url):
+        client.delete(path, True)
+
+
+def rename(src: str, dst: str) -> None:
+    client, path = _client(src)
+    client.rename(path, _client(dst)[1])
+
+
+def mirror_dir(local: str, url: str, uploaded: dict) -> int:
+    """Copy to ``url`` the files under ``local`` whose size changed since the last call with the
+    same ``uploaded`` dict (append-only files such as TensorBoard event files); each copy
+    replaces the previous one by a rename. Returns how many files were copied."""
+    copied = 0
+    for folder, _, files in os.walk(local):
+        for name in files:
+            full = os.path.join(folder, name)
+            size = os.path.getsize(full)
+            if uploaded.get(full) == size:
+                continue
+            with open(full, "rb") as f:
+                write_bytes(f"{url.rstrip('/')}/{os.path.relpath(full, local)}", f.read())
+            uploaded[full] = size
+            copied += 1
+    return copied

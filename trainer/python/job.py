@@ -45,21 +45,39 @@ class JobSpec:
     ps_memory: str = "1g"
     master_memory: str = "2g"
     queue: str = "default"
-    epochs: int = 1
+    epochs: int | None = None  # default 1; exclusive with steps
+    steps: int | None = None  # train this many steps (batches) in all, then stop
     batch_size: int = 64
     task_records: int = 1000
-    checkpoint_tasks: int = 8  # a checkpoint after every this many tasks
+    checkpoint_tasks: int = 8  # tasks per wave; without checkpoint_steps/_secs, a checkpoint per wave
+    checkpoint_steps: int | None = None  # a checkpoint once this many steps passed since the last
+    checkpoint_secs: float | None = None  # a checkpoint once this many seconds passed since the last
     max_worker_restarts: int = 5
     max_ps_restarts: int = 3
     max_coordinator_restarts: int = 3
     startup_timeout: int = 300
     startup_wait: int = 60  # then start with >= min_workers and scale up as the rest arrive
     name: str = "tfhadoop-train"
-    python: str = sys.executable
+    python: str | None = None  # default: ./env/bin/python with python_archive, else this interpreter
+    python_archive: str | None = None  # hdfs:// URL of a packed environment (venv-pack/conda-pack .tar.gz)
     python_path: list = field(default_factory=list)  # extra PYTHONPATH entries (the model's code)
     seed: int = 0
 
     def validate(self) -> "JobSpec":
+        if self.epochs is not None and self.steps is not None:
+            raise CommandError("--epochs and --steps are exclusive: give one")
+        if self.epochs is None and self.steps is None:
+            self.epochs = 1
+        for name in ("epochs", "steps", "checkpoint_steps", "checkpoint_secs", "checkpoint_tasks", "batch_size",
+                     "task_records"):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise CommandError(f"--{name.replace('_', '-')} must be positive, got {value}")
+        if self.python is None:
+            self.python = "./env/bin/python" if self.python_archive else sys.executable
+        if self.python_archive and not str(self.python_archive).startswith(("hdfs://", "viewfs://", "s3a://")):
+            raise CommandError(f"--python-archive must be a URL on the cluster's file system (hdfs://...), "
+                               f"got {self.python_archive!r}")
         if not 1 <= self.min_workers <= self.workers:
             raise CommandError(f"--min-workers must be between 1 and --workers ({self.workers})")
         if self.ps < 1:
@@ -114,17 +132,19 @@ def application_spec(job: JobSpec, manifest, job_file: str):
 
     env = _env(job)
     role = f"{job.python} -m tfhadoop.trainer.role"
+    # A packed environment is unpacked by YARN into ./env of every container (one download per node).
+    packed = {"env": skein.File(source=job.python_archive, type="archive")} if job.python_archive else {}
     return skein.ApplicationSpec(
         name=job.name, queue=job.queue, max_attempts=1,
         master=skein.Master(resources=skein.Resources(memory=mebibytes(job.master_memory), vcores=1),
                             script=f"{job.python} -m tfhadoop.trainer.master",
-                            files={"job.json": skein.File(source=job_file, type="file"), **files("eval")},
+                            files={"job.json": skein.File(source=job_file, type="file"), **files("eval"), **packed},
                             env=env),
         services={
-            "ps": skein.Service(instances=0, max_restarts=0, allow_failures=True, script=role, env=env,
+            "ps": skein.Service(instances=0, max_restarts=0, allow_failures=True, script=role, env=env, files=packed,
                                 resources=skein.Resources(memory=mebibytes(job.ps_memory), vcores=1)),
             "worker": skein.Service(instances=0, max_restarts=0, allow_failures=True, script=role, env=env,
-                                    files=files("train"),
+                                    files={**files("train"), **packed},
                                     resources=skein.Resources(memory=mebibytes(job.worker_memory),
                                                               vcores=job.worker_vcores, gpus=job.worker_gpus)),
         })
@@ -167,13 +187,15 @@ def _kv(app, key):
     return json.loads(value.decode()) if value else None
 
 
-def follow(app_id: str, out=sys.stdout, poll: float = 2.0) -> dict:
+def follow(app_id: str, out=sys.stdout, poll: float = 2.0, client=None) -> dict:
     """Print progress until the application ends; returns the final report fields and the
     events and metrics read from the key-value store before it went away."""
+    import contextlib
+
     import skein
 
     last, seen_events, state = None, 0, {"events": [], "metrics": None, "result": None}
-    with skein.Client() as client:
+    with (contextlib.nullcontext(client) if client else skein.Client()) as client:
         app = None
         while True:
             report = client.application_report(app_id)
@@ -204,3 +226,12 @@ def follow(app_id: str, out=sys.stdout, poll: float = 2.0) -> dict:
             time.sleep(poll)
     state.update(state=str(report.state), final_status=str(report.final_status), diagnostics=report.diagnostics)
     return state
+
+
+def tracking_url(client, conf, app_id: str) -> str:
+    """The application's page: the AM's own UI when it has one, else the ResourceManager's page
+    of the application (Skein's application master serves no UI)."""
+    url = client.application_report(app_id).tracking_url
+    if url and not url.split("//", 1)[-1].split("/", 1)[0].endswith(":0"):
+        return url
+    return f"{conf.rm_webapp_url.rstrip('/')}/cluster/app/{app_id}"

@@ -17,13 +17,17 @@ def _client():
 
 
 def status(args) -> int:
+    from tfhadoop import hadoop
+
     with _client() as client:
         try:
             report = client.application_report(args.app)
         except Exception as exc:  # noqa: BLE001 - skein raises its own error types
             raise CommandError(f"no application {args.app}: {exc}") from exc
         print(f"{report.id} {report.name} {report.state} {report.final_status} queue={report.queue}")
-        print(f"tracking URL {report.tracking_url}")
+        from tfhadoop.trainer.job import tracking_url
+
+        print(f"tracking URL {tracking_url(client, hadoop.load_conf(), args.app)}")
         if str(report.state) == "RUNNING":
             app = client.connect(args.app, wait=False)
             for key in ("progress", "workers_alive", "metrics"):

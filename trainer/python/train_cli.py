@@ -17,13 +17,22 @@ FLAGS = [  # (flag, type, help)
     ("--worker-vcores", int, "vcores per worker (default 1)"),
     ("--ps-memory", str, "memory per parameter server (default 1g)"),
     ("--queue", str, "YARN queue (default: default)"),
-    ("--epochs", int, "epochs over the train split (default 1)"),
+    ("--epochs", int, "epochs over the train split (default 1; exclusive with --steps)"),
+    ("--steps", int, "stop after this many steps (batches) in all, across epochs"),
     ("--batch-size", int, "batch size per step (default 64)"),
     ("--task-records", int, "records per scheduled task (default 1000)"),
-    ("--checkpoint-dir", str, "hdfs:// directory for checkpoints, events.jsonl and metrics.json"),
+    ("--checkpoint-dir", str, "hdfs:// directory for checkpoints, events.jsonl, metrics.json and tensorboard/"),
+    ("--checkpoint-steps", int, "a checkpoint once this many steps passed since the last one"),
+    ("--checkpoint-secs", float, "a checkpoint once this many seconds passed since the last one"),
+    ("--checkpoint-tasks", int, "tasks per wave between syncs; a checkpoint per wave unless "
+                                "--checkpoint-steps/--checkpoint-secs (default 8)"),
     ("--export-dir", str, "hdfs:// directory the SavedModel is published to (must not exist)"),
     ("--startup-wait", int, "seconds to wait for all workers before starting with --min-workers (default 60)"),
     ("--name", str, "YARN application name"),
+    ("--python", str, "python interpreter in the containers (default: this one, or ./env/bin/python "
+                      "with --python-archive)"),
+    ("--python-archive", str, "hdfs:// URL of a packed environment (venv-pack/conda-pack .tar.gz) that YARN "
+                              "unpacks into ./env of every container"),
 ]
 
 
@@ -62,16 +71,17 @@ def job_from_args(args):
 def run(args) -> int:
     import skein
 
-    from tfhadoop.trainer.job import follow, submit
+    from tfhadoop import hadoop
+    from tfhadoop.trainer.job import follow, submit, tracking_url
 
     job = job_from_args(args)
-    app_id = submit(job)
-    with skein.Client() as client:
-        url = client.application_report(app_id).tracking_url
-    print(f"application {app_id}\ntracking URL {url}", flush=True)
-    if args.detach:
-        return 0
-    state = follow(app_id)
+    conf = hadoop.use_cluster()
+    with skein.Client(log_level="warn") as client:  # one driver for submit and follow
+        app_id = submit(job, client=client)
+        print(f"application {app_id}\ntracking URL {tracking_url(client, conf, app_id)}", flush=True)
+        if args.detach:
+            return 0
+        state = follow(app_id, client=client)
     if state["metrics"]:
         print("metrics:", state["metrics"].get("eval") or state["metrics"].get("epochs"))
     if state["final_status"] != "SUCCEEDED":
@@ -80,3 +90,4 @@ def run(args) -> int:
         return 1
     print(f"training SUCCEEDED: SavedModel at {job.export_dir}")
     return 0
+
