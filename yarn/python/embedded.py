@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import random
 import signal
 import socket
 import subprocess
@@ -205,25 +204,14 @@ class EmbeddedCluster:
         env = dict(os.environ)
         env.pop("HADOOP_CONF_DIR", None)
         env["JAVA_HOME"] = java_home() or ""
-        for attempt in range(1, 4):
-            out = open(self.logs_dir / "cluster.out", "ab")
-            t0 = time.monotonic()
-            log.info("starting embedded Hadoop cluster in %s", self.state_dir)
-            proc = subprocess.Popen(cmd, cwd=self.state_dir, stdout=out, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, env=env, start_new_session=True)
-            out.close()
-            self.pid_file.write_text(f"{proc.pid}\n")
-            try:
-                info = self._wait_ready(proc.pid, t0, timeout, proc)
-                break
-            except CommandError as exc:
-                # MiniYARNCluster probes a port for the history server's web app (9188 up) before
-                # binding it: a cluster starting at the same moment can take it in between.
-                if attempt == 3 or "Port in use" not in str(exc) or f":{namenode_port}" in str(exc):
-                    raise
-                log.warning("a port the cluster probed was taken during start-up (another cluster "
-                            "starting?); starting again (attempt %d)", attempt + 1)
-                time.sleep(random.uniform(1, 4))
+        out = open(self.logs_dir / "cluster.out", "ab")
+        t0 = time.monotonic()
+        log.info("starting embedded Hadoop cluster in %s", self.state_dir)
+        proc = subprocess.Popen(cmd, cwd=self.state_dir, stdout=out, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+        out.close()
+        self.pid_file.write_text(f"{proc.pid}\n")
+        info = self._wait_ready(proc.pid, t0, timeout, proc)
         self._write_commands(java, client_cp, cluster_cp)
         return info
 
