@@ -24,6 +24,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 
 RESCALE = "rescale"  # file the master creates in the work dir: checkpoint, then exit RESCALE_EXIT
 RESCALE_EXIT = 75
+CLUSTER_POLL_S = 0.2  # a started coordinator looks this often for the cluster spec the master writes
 
 
 def load_model_fn(name: str):
@@ -222,15 +223,31 @@ def run(job: dict, cluster: dict, work: str, app=None) -> dict:
 
 
 def main() -> int:
+    """``coordinator JOB_JSON CLUSTER_JSON WORK_DIR``. The master starts this process before the
+    servers are up: it imports TensorFlow, Keras and the model's module first (seconds that then
+    overlap the containers' start) and waits for CLUSTER_JSON, which the master writes whole once
+    every server in it is up."""
     job = json.load(open(sys.argv[1]))
-    cluster = json.load(open(sys.argv[2]))
-    work = sys.argv[3]
+    cluster_file, work = sys.argv[2], sys.argv[3]
     app = None
     if os.environ.get("SKEIN_APPMASTER_ADDRESS") or os.environ.get("SKEIN_APPLICATION_ID"):
         import skein
 
         app = skein.ApplicationClient.from_current()
     try:
+        import tensorflow  # noqa: F401
+        try:
+            import tf_keras  # noqa: F401
+        except ImportError:
+            pass
+        importlib.import_module(job["model"].partition(":")[0])
+        master = os.getppid()
+        while not os.path.exists(cluster_file):
+            if os.getppid() != master:  # the master is gone: nobody will write it
+                os._exit(1)
+            time.sleep(CLUSTER_POLL_S)
+        with open(cluster_file) as f:
+            cluster = json.load(f)
         metrics = run(job, cluster, work, app)
     except BaseException as exc:  # noqa: BLE001 - reported to the master, then re-raised
         with open(os.path.join(work, "error.json"), "w") as f:

@@ -8,10 +8,16 @@ and port each must use), assembles the cluster spec from the addresses the conta
   coordinator re-queues its closures); a replacement for the same slot and port is requested at
   once and rejoins the running training; after ``max_worker_restarts`` per slot the slot stays
   empty while at least ``min_workers`` are alive;
+- a replacement that comes back at another address (another host, or its port was taken): the
+  master puts that address at the slot's task index and restarts the coordinator from a fresh
+  checkpoint with the new spec (``worker_moved``, then the scale-up path: ``rescaled``);
 - a parameter server lost: the coordinator is stopped, a replacement PS is started at the same
   address and the coordinator restarts from the latest checkpoint on HDFS;
 - the coordinator fails: restarted with backoff, unless the error repeats or is not a cluster
   error (a model bug): then the application fails at once with that error.
+
+The coordinator process is started before the servers are up (it imports TensorFlow and the model
+meanwhile) and begins when the master writes ``cluster.json``: once every server in the spec is up.
 
 Every failure and recovery is an event (time, role, slot, container, exit status, diagnostics),
 in the key-value store under ``events`` and in ``<checkpoint_dir>/events.jsonl``.
@@ -62,11 +68,17 @@ class Master:
         self.live: dict[tuple[str, int], str] = {}  # (role, slot) -> skein container id
         self.restarts: dict[tuple[str, int], int] = {}
         self.seen_finished: set[str] = set()
+        self.replacing: set[tuple[str, int]] = set()  # replacements whose server is not up yet
         self.coordinator: subprocess.Popen | None = None
         self.coordinator_attempts = 0
         self.last_error: dict | None = None
         self.in_spec: list[int] = []  # worker slots in the cluster spec, in task-index order
-        self.cluster: dict = {}
+        self.cluster: dict = {}  # the spec the containers see ("cluster" in the key-value store)
+        self.given: dict | None = None  # the spec the current coordinator began with; None: not begun
+        self.begin_after = 0.0  # backoff: the current coordinator begins no earlier (monotonic)
+        self.spawned_at = 0.0
+        self.progress_at_begin: bytes | None = None
+        self.first_wave_seen = True
         self.rescale_pending = False
 
     # -- containers -------------------------------------------------------------------------
@@ -111,54 +123,121 @@ class Master:
 
     def publish_cluster(self, cluster: dict) -> None:
         self.cluster = cluster
-        with open(os.path.join(self.work, "cluster.json"), "w") as f:
-            json.dump(cluster, f)
         self.app.kv["cluster"] = json.dumps(cluster).encode()
 
-    def maybe_rescale(self) -> None:
-        """A worker slot that was not in the spec has a container now: put it in the spec, let it
-        start its server, and ask the coordinator to checkpoint and exit (it is restarted with the
-        larger spec when it does)."""
-        if self.rescale_pending:
-            return
-        arrived = [s for s in range(self.job["workers"])
-                   if s not in self.in_spec and f"addr/worker/{s}" in self.app.kv]
-        if not arrived:
-            return
-        cluster = dict(self.cluster)
-        cluster["worker"] = self.cluster["worker"] + [self.app.kv[f"addr/worker/{s}"].decode() for s in arrived]
-        self.in_spec = self.in_spec + arrived
-        self.publish_cluster(cluster)
-        self.wait_up([f"up/worker/{s}" for s in arrived], self.job.get("startup_timeout", 300))
-        from tfhadoop.trainer.coordinator import RESCALE
+    def spec_index(self, role: str, slot: int) -> int | None:
+        if role == "ps":
+            return slot
+        return self.in_spec.index(slot) if slot in self.in_spec else None
 
-        open(os.path.join(self.work, RESCALE), "w").close()
-        self.rescale_pending = True
-        self.events.add("rescale_requested", role="worker", slots=arrived, workers=len(cluster["worker"]))
+    def adopt_addresses(self, addrs: dict) -> None:
+        """Put into the spec what the containers published since: a replacement at a new address
+        (the coordinator cannot reach it at the old one) and workers that were not in the spec.
+        The coordinator gets the new spec by a coordinated restart (``maybe_request_rescale``)."""
+        moved = {}
+        for role, slot in self.live:
+            i, addr = self.spec_index(role, slot), addrs.get(f"addr/{role}/{slot}")
+            if i is not None and addr and addr.decode() != self.cluster[role][i]:
+                moved[(role, slot)] = (i, addr.decode())
+        arrived = [s for s in range(self.job["workers"]) if s not in self.in_spec and f"addr/worker/{s}" in addrs]
+        if not moved and not arrived:
+            return
+        cluster = {k: list(v) for k, v in self.cluster.items()}
+        for (role, slot), (i, addr) in moved.items():
+            self.events.add(f"{role}_moved", role=role, slot=slot, old=cluster[role][i], new=addr)
+            cluster[role][i] = addr
+            self.ports[(role, slot)] = int(addr.rsplit(":", 1)[1])  # the slot's next replacement tries it first
+        if arrived:
+            cluster["worker"] += [addrs[f"addr/worker/{s}"].decode() for s in arrived]
+            self.in_spec = self.in_spec + arrived
+            self.events.add("workers_added", role="worker", slots=arrived, workers=len(cluster["worker"]))
+        self.publish_cluster(cluster)
+
+    def missing_servers(self, up: dict) -> list[str]:
+        """``up/...`` keys of the servers in the spec that are not serving (yet)."""
+        keys = [f"up/ps/{s}" for s in range(self.job["ps"])] + [f"up/worker/{s}" for s in self.in_spec]
+        return [k for k in keys if k not in up]
+
+    def note_replacements_up(self, up: dict) -> None:
+        for role, slot in sorted(self.replacing):
+            if f"up/{role}/{slot}" in up:
+                self.replacing.discard((role, slot))
+                self.events.add("replacement_up", role=role, slot=slot)
 
     def check_startup_failures(self) -> None:
         for c in self.app.get_containers(services=["ps", "worker"], states=["FAILED", "KILLED"]):
             if c.id not in self.seen_finished:
                 raise RuntimeError(f"{c.id} failed while starting: {c.exit_message}")
+        if self.coordinator and self.coordinator.poll() is not None:
+            error = self.coordinator_error()
+            raise RuntimeError(f"the coordinator exited while the cluster started: {error['type']}: {error['message']}")
 
     def wait_up(self, keys: list[str], timeout: float) -> None:
         deadline = time.monotonic() + timeout
         for key in keys:
             while key not in self.app.kv:
+                self.check_startup_failures()
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"{key} did not come up within {timeout:.0f} s")
                 time.sleep(0.3)
 
     # -- coordinator ------------------------------------------------------------------------
-    def start_coordinator(self) -> None:
-        self.coordinator_attempts += 1
-        err = os.path.join(self.work, "error.json")
-        if os.path.exists(err):
-            os.remove(err)
+    def spawn_coordinator(self, planned: bool = False) -> None:
+        """Start a coordinator process now; it imports TensorFlow and the model while it waits for
+        ``cluster.json`` (``begin_coordinator``), so that time overlaps the servers' start.
+        ``planned``: a restart for a new spec, not counted as a failure."""
+        from tfhadoop.trainer.coordinator import RESCALE
+
+        self.coordinator_attempts += 0 if planned else 1
+        for name in ("error.json", "cluster.json", RESCALE):
+            if os.path.exists(os.path.join(self.work, name)):
+                os.remove(os.path.join(self.work, name))
+        self.rescale_pending, self.given, self.spawned_at = False, None, time.monotonic()
         self.coordinator = subprocess.Popen(
             [sys.executable, "-m", "tfhadoop.trainer.coordinator", os.path.join(self.work, "job.json"),
              os.path.join(self.work, "cluster.json"), self.work])
-        self.events.add("coordinator_started", role="chief", attempt=self.coordinator_attempts)
+
+    def begin_coordinator(self) -> None:
+        """Hand the waiting coordinator the current spec (written whole: it polls for the file)."""
+        path = os.path.join(self.work, "cluster.json")
+        with open(path + ".tmp", "w") as f:
+            json.dump(self.cluster, f)
+        os.replace(path + ".tmp", path)
+        self.given = json.loads(json.dumps(self.cluster))
+        self.progress_at_begin, self.first_wave_seen = self.app.kv.get("progress"), False
+        self.events.add("coordinator_started", role="chief", attempt=self.coordinator_attempts,
+                        workers=len(self.cluster["worker"]), cluster=self.cluster,
+                        waited_s=round(time.monotonic() - self.spawned_at, 1))
+
+    def maybe_begin(self, up: dict) -> None:
+        """Begin once every server in the spec is up (a coordinator cannot connect to fewer)."""
+        missing = self.missing_servers(up)
+        if not missing and time.monotonic() >= self.begin_after:
+            self.begin_coordinator()
+        elif missing and time.monotonic() - self.spawned_at > self.job.get("startup_timeout", 300):
+            raise RuntimeError(f"{', '.join(missing)} did not come up within {self.job.get('startup_timeout', 300)} s")
+
+    def maybe_request_rescale(self, up: dict) -> None:
+        """The running coordinator's spec is out of date (workers added or moved) and every server
+        of the new one is up: ask it to checkpoint after its current wave and exit RESCALE_EXIT;
+        it is restarted with the new spec and restores that checkpoint, so nothing is redone."""
+        if self.rescale_pending or self.cluster == self.given or self.missing_servers(up):
+            return
+        from tfhadoop.trainer.coordinator import RESCALE
+
+        open(os.path.join(self.work, RESCALE), "w").close()
+        self.rescale_pending = True
+        self.events.add("rescale_requested", role="chief", workers=len(self.cluster["worker"]))
+
+    def note_first_wave(self) -> None:
+        """An event when the coordinator's first wave is done (its first progress): how long a
+        start or restart took until training ran again."""
+        if self.first_wave_seen:
+            return
+        progress = self.app.kv.get("progress")
+        if progress is not None and progress != self.progress_at_begin:
+            self.first_wave_seen = True
+            self.events.add("first_wave", role="chief", attempt=self.coordinator_attempts)
 
     def stop_coordinator(self) -> None:
         if self.coordinator and self.coordinator.poll() is None:
@@ -172,8 +251,35 @@ class Master:
         except (OSError, ValueError):
             return {"type": "unknown", "message": f"coordinator exited with {self.coordinator.returncode}"}
 
+    def coordinator_exited(self, rc: int) -> tuple[str, str] | None:
+        """Success, a planned restart for a new spec, a restart with backoff after a cluster
+        error, or the end (an error that is a bug or repeats, or too many restarts)."""
+        from tfhadoop.trainer.coordinator import RESCALE_EXIT
+
+        if rc == RESCALE_EXIT and self.rescale_pending:
+            self.events.add("rescaled", role="chief", workers=len(self.cluster["worker"]))
+            self.spawn_coordinator(planned=True)
+            return None
+        if rc == 0:
+            self.events.add("succeeded", role="chief")
+            return "SUCCEEDED", "training finished"
+        error = self.coordinator_error()
+        self.events.add("coordinator_failed", role="chief", exit_code=rc, error_type=error["type"],
+                        diagnostics=error["message"][:2000])
+        repeated = self.last_error is not None and (error["type"], error["message"]) == \
+            (self.last_error["type"], self.last_error["message"])
+        if error["type"] not in CLUSTER_ERRORS or repeated:
+            return "FAILED", f"{error['type']}: {error['message']}"
+        if self.coordinator_attempts > self.job.get("max_coordinator_restarts", 3):
+            return "FAILED", f"coordinator failed {self.coordinator_attempts} times, last: {error['message']}"
+        self.last_error = error
+        self.begin_after = time.monotonic() + min(2 ** self.coordinator_attempts, 30)
+        self.spawn_coordinator()
+        return None
+
     # -- main loop --------------------------------------------------------------------------
     def run(self) -> tuple[str, str]:
+        self.spawn_coordinator()
         for role, slot in self.ports:
             self.start(role, slot)
         cluster = self.wait_addresses(self.job.get("startup_timeout", 300))
@@ -182,41 +288,31 @@ class Master:
                      self.job.get("startup_timeout", 300))
         devices = {s: json.loads(self.app.kv[f"up/worker/{s}"].decode()).get("cuda_visible_devices")
                    for s in self.in_spec}
-        self.events.add("cluster_up", cluster=cluster, workers=len(cluster["worker"]), cuda_visible_devices=devices)
-        self.start_coordinator()
+        self.events.add("cluster_up", cluster=cluster, slots=self.in_spec, workers=len(cluster["worker"]),
+                        cuda_visible_devices=devices)
         while True:
-            outcome = self.watch_containers()
+            outcome = self.step()
             if outcome:
                 return outcome
-            rc = self.coordinator.poll()
-            if rc is None:
-                if len(self.in_spec) < self.job["workers"]:
-                    self.maybe_rescale()
-                time.sleep(1)
-                continue
-            from tfhadoop.trainer.coordinator import RESCALE_EXIT
+            time.sleep(1)
 
-            if rc == RESCALE_EXIT and self.rescale_pending:
-                self.rescale_pending = False
-                self.events.add("rescaled", role="chief", workers=len(self.cluster["worker"]))
-                self.coordinator_attempts -= 1  # a planned restart, not a failure
-                self.start_coordinator()
-                continue
-            if rc == 0:
-                self.events.add("succeeded", role="chief")
-                return "SUCCEEDED", "training finished"
-            error = self.coordinator_error()
-            self.events.add("coordinator_failed", role="chief", exit_code=rc, error_type=error["type"],
-                            diagnostics=error["message"][:2000])
-            repeated = self.last_error is not None and (error["type"], error["message"]) == \
-                (self.last_error["type"], self.last_error["message"])
-            if error["type"] not in CLUSTER_ERRORS or repeated:
-                return "FAILED", f"{error['type']}: {error['message']}"
-            if self.coordinator_attempts > self.job.get("max_coordinator_restarts", 3):
-                return "FAILED", f"coordinator failed {self.coordinator_attempts} times, last: {error['message']}"
-            self.last_error = error
-            time.sleep(min(2 ** self.coordinator_attempts, 30))
-            self.start_coordinator()
+    def step(self) -> tuple[str, str] | None:
+        """One round of the main loop: containers, addresses, then the coordinator."""
+        outcome = self.watch_containers()
+        if outcome:
+            return outcome
+        self.adopt_addresses(self.app.kv.get_prefix("addr/"))
+        up = self.app.kv.get_prefix("up/")
+        self.note_replacements_up(up)
+        rc = self.coordinator.poll()
+        if rc is not None:
+            return self.coordinator_exited(rc)
+        if self.given is None:
+            self.maybe_begin(up)
+        else:
+            self.maybe_request_rescale(up)
+            self.note_first_wave()
+        return None
 
     def watch_containers(self) -> tuple[str, str] | None:
         finished = self.app.get_containers(services=["ps", "worker"], states=["FAILED", "KILLED", "SUCCEEDED"])
@@ -238,18 +334,22 @@ class Master:
                     return "FAILED", f"{role}:{slot} lost {n} times ({c.exit_message})"
                 self.events.add("slot_abandoned", role=role, slot=slot, workers_alive=alive)
                 continue
-            if role == "ps":
-                self.stop_coordinator()
-                del self.app.kv[f"up/ps/{slot}"]
-            else:
-                del self.app.kv[f"up/worker/{slot}"]
-            self.start(role, slot)
-            self.events.add("replacement_requested", role=role, slot=slot, attempt=n)
-            if role == "ps":
-                self.wait_up([f"up/ps/{slot}"], self.job.get("startup_timeout", 300))
-                self.events.add("replacement_up", role=role, slot=slot)
-                self.start_coordinator()
+            self.replace(role, slot, n)
         return None
+
+    def replace(self, role: str, slot: int, attempt: int) -> None:
+        """A replacement for a lost container. Its old keys go, so that the address it publishes
+        tells whether it came back where the spec has it. A lost PS stops the coordinator (its
+        variables are gone); the next one is started at once and begins when the PS is up."""
+        if role == "ps":
+            self.stop_coordinator()
+        self.app.kv.discard(f"up/{role}/{slot}")
+        self.app.kv.discard(f"addr/{role}/{slot}")
+        self.start(role, slot)
+        self.replacing.add((role, slot))
+        self.events.add("replacement_requested", role=role, slot=slot, attempt=attempt)
+        if role == "ps":
+            self.spawn_coordinator()
 
 
 def enrich_exit_statuses(events: EventLog, app_id: str) -> None:

@@ -2,7 +2,9 @@
 
 The job master hands every container its slot and port (env TFH_ROLE, TFH_SLOT, TFH_PORT): a
 replacement for a lost worker binds the lost worker's port, so the coordinator, whose cluster
-spec cannot change, finds it at the address it expects (docs/design/trainer.md). Rendezvous in
+spec cannot change, finds it at the address it expects (docs/design/trainer.md). If that port
+cannot be bound here (taken on this node), the container takes a free one and publishes that
+address: the master puts it into the spec and restarts the coordinator with it. Rendezvous in
 the Skein key-value store: the container publishes ``addr/<role>/<slot>`` = host:port, waits for
 the ``cluster`` spec the master assembles from those, starts its server, publishes
 ``up/<role>/<slot>`` and serves until killed.
@@ -19,6 +21,8 @@ os.environ.setdefault("GRPC_FAIL_FAST", "use_caller")
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 
+PORT_RETRY_S = 3.0  # a lost container on this node may take a moment to release the slot's port
+
 
 def gpu_devices() -> str:
     """The GPUs YARN assigned to this container, for CUDA_VISIBLE_DEVICES. With the NodeManager's
@@ -31,17 +35,36 @@ def gpu_devices() -> str:
     return ",".join(str(i) for i in range(n)) if n else ""
 
 
+def usable_port(role: str, slot: int, port: int) -> int:
+    """The slot's port if it can be bound on this node, else a free one (logged). Falling back
+    costs a coordinator restart (the spec changes) but waiting for a port that another process
+    holds would leave the slot empty for good."""
+    from tfhadoop.trainer import server
+
+    deadline = time.monotonic() + PORT_RETRY_S
+    while not server.port_is_free(port):
+        if time.monotonic() > deadline:
+            new = server.free_port()
+            print(f"{role}:{slot}: port {port} is taken on this node; serving on port {new} instead "
+                  f"(the master moves the slot to the new address)", flush=True)
+            return new
+        time.sleep(0.25)
+    return port
+
+
 def main() -> int:
     import skein
 
     role, slot, port = os.environ["TFH_ROLE"], int(os.environ["TFH_SLOT"]), int(os.environ["TFH_PORT"])
     os.environ["CUDA_VISIBLE_DEVICES"] = gpu_devices()
     app = skein.ApplicationClient.from_current()
+    port = usable_port(role, slot, port)
     address = f"{socket.getfqdn()}:{port}"
     app.kv[f"addr/{role}/{slot}"] = address.encode()
+    import tensorflow  # noqa: F401 - seconds of import while the master assembles the spec
     cluster = json.loads(app.kv.wait("cluster").decode())
-    # A worker that arrives after training started with fewer workers is in the spec once the
-    # master rescales; until then it waits.
+    # A worker that arrives after training started with fewer workers, or a replacement at a new
+    # address, is in the spec once the master has put it there; until then it waits.
     while address not in cluster[role]:
         time.sleep(1)
         cluster = json.loads(app.kv["cluster"].decode())

@@ -1,8 +1,8 @@
 """Start a TensorFlow gRPC server for a parameter server or worker and block.
 
-Workers bind a port of their own (``ServerDef.port``) while the cluster spec names their slot's
-stable address on the coordinator's host (see proxy.py); parameter servers bind the port the
-spec names. Thread pools are kept small: containers share a few cores.
+A server binds the port of its own entry in the cluster spec (``ServerDef.port``); the role
+checks first that the port can be bound (``port_is_free``) and takes another one if not. Thread
+pools are kept small: containers share a few cores.
 """
 from __future__ import annotations
 
@@ -42,6 +42,20 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("", 0))
         return s.getsockname()[1]
+
+
+def port_is_free(port: int) -> bool:
+    """Whether ``port`` can be bound here the way gRPC binds it: with SO_REUSEADDR, so closed
+    connections of a lost server in TIME_WAIT do not count, a listening socket does."""
+    import socket
+
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("", port))
+        except OSError:
+            return False
+    return True
 
 
 if __name__ == "__main__":  # python -m tfhadoop.trainer.server '<cluster json>' job index [port]
