@@ -4,6 +4,7 @@ import java.io.File;
 import java.io.FileOutputStream;
 import java.io.IOException;
 import java.io.OutputStream;
+import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.StandardCopyOption;
@@ -112,7 +113,9 @@ public final class EmbeddedCluster {
     // With the application history server: it keeps finished containers' exit status and
     // diagnostics (-102 for a preempted one), which no YARN client API returns once they are gone.
     yarn = new MiniYARNCluster("tfhadoop", 1, opts.nodeManagers, 1, 1, true);
-    yarn.init(conf);
+    try (ServerSocket probeBlocker = holdPort(9188)) {
+      yarn.init(conf);
+    }
     yarn.start();
     if (!yarn.waitForNodeManagersToConnect(60_000)) {
       throw new IllegalStateException("NodeManagers did not register with the ResourceManager in 60 s");
@@ -296,5 +299,19 @@ public final class EmbeddedCluster {
       dfs = null;
     }
     System.out.println("tfhadoop embedded cluster stopped");
+  }
+
+  /**
+   * MiniYARNCluster gives the history server's web app the first port from 9188 that its probe
+   * (a wildcard bind) can take, and binds it later on 127.0.0.1. A wildcard bind succeeds while
+   * another cluster listens on 127.0.0.1:9188, so a second cluster on the host failed to start.
+   * Holding 9188 during init makes the probe move on to a random free port, every time.
+   */
+  private static ServerSocket holdPort(int port) {
+    try {
+      return new ServerSocket(port);
+    } catch (IOException e) {
+      return null; // taken by a wildcard listener already: the probe will move on by itself
+    }
   }
 }
