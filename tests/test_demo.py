@@ -1,7 +1,8 @@
 """`make demo` end to end: `tfhadoop demo` on a cluster of its own (up, Skein app, Hive table,
-export, TensorFlow parse, down)."""
+export, TensorFlow parse, training on YARN, down)."""
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -20,5 +21,10 @@ def test_demo_runs_end_to_end(tmp_path):
     assert "FINISHED / SUCCEEDED" in out
     assert "hello from YARN container container_" in out
     assert "3000 rows" in out and "3000 Examples" in out
+    # A model trained on the exported shards on YARN beats the constant predictor (4/7 of the
+    # labels are 0) on the eval split.
+    accuracy = float(re.search(r"eval split: .*accuracy ([0-9.]+)", out).group(1))
+    assert accuracy > 0.8, out[-3000:]
+    assert "epoch 2: " in out and "SavedModel at hdfs://" in out
     assert "embedded Hadoop cluster down" in out
     assert not (env_state / "cluster.json").exists()

@@ -2,7 +2,8 @@
 
 cluster up -> a Skein application on YARN (with its logs) -> a Hive table on HDFS -> the table as
 TFRecord shards on HDFS through the tfhadoop Spark data source -> the shards read back as
-tf.Examples by the Python library -> cluster down (unless it was already running or --keep).
+tf.Examples by the Python library -> a model trained on those shards on YARN (parameter server +
+workers), SavedModel on HDFS -> cluster down (unless it was already running or --keep).
 """
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ def register(subparsers) -> None:
     p.add_argument("--state-dir", help="embedded cluster state dir (default ~/.tfhadoop/cluster)")
     p.add_argument("--rows", type=int, default=20000, help="rows in the demo Hive table (default 20000)")
     p.add_argument("--keep", action="store_true", help="leave the cluster running afterwards")
+    p.add_argument("--workers", type=int, default=2, help="training workers on YARN (default 2)")
+    p.add_argument("--no-train", action="store_true", help="stop after the export (skip training)")
     p.set_defaults(func=run)
 
 
@@ -45,7 +48,9 @@ def run(args) -> int:
         hadoop.use_cluster(cluster.state_dir)
         _skein_hello()
         table = _hive_round_trip(args.rows)
-        _tfrecord_export(table, args.rows)
+        dataset = _tfrecord_export(table, args.rows)
+        if not args.no_train:
+            _train(dataset, args.workers)
     finally:
         if not (args.keep or was_running):
             with _step("embedded Hadoop cluster down"):
@@ -85,7 +90,7 @@ def _hive_round_trip(rows: int) -> str:
         spark = hive_session("tfhadoop-demo")
         spark.range(rows).selectExpr(
             "id", "cast(id % 7 as float) * 0.5 as x", "concat('user-', id % 100) as user",
-            "array(cast(id as float), cast(id * 2 as float)) as emb", "cast(id % 2 as bigint) as label",
+            "array(cast(id as float), cast(id * 2 as float)) as emb", "cast(id % 7 > 3 as bigint) as label",
         ).write.format("parquet").saveAsTable(table)
         back = spark.sql(f"SELECT count(*) AS n, sum(label) AS positives FROM {table}").collect()[0]
         location = spark.sql(f"DESCRIBE FORMATTED {table}").filter("col_name = 'Location'").collect()[0].data_type
@@ -95,7 +100,7 @@ def _hive_round_trip(rows: int) -> str:
     return table
 
 
-def _tfrecord_export(table: str, rows: int) -> None:
+def _tfrecord_export(table: str, rows: int) -> str:
     from pyspark.sql import SparkSession
 
     from tfhadoop import hadoop
@@ -124,3 +129,37 @@ def _tfrecord_export(table: str, rows: int) -> None:
               f"mean label {float(tf.reduce_mean(tf.cast(parsed['label'], tf.float32))):.3f}")
         if len(records) != rows:
             raise CommandError(f"read {len(records)} records back, expected {rows}")
+    return out
+
+
+def _train(dataset: str, workers: int) -> None:
+    from tfhadoop.trainer.job import JobSpec, follow, submit
+
+    run = f"{dataset}-run-{uuid.uuid4().hex[:6]}"
+    job = JobSpec(model="tfhadoop.trainer.demo_model:build", data=dataset, label="label", workers=workers,
+                  ps=1, epochs=3, batch_size=64, task_records=500, worker_memory="1g", ps_memory="1g",
+                  checkpoint_dir=f"{run}/checkpoints", export_dir=f"{run}/model", name="tfhadoop-demo-train").validate()
+    with _step(f"tfhadoop train: 1 parameter server + {workers} workers on YARN, {job.epochs} epochs"):
+        app_id = submit(job)
+        print(f"   submitted {app_id}")
+        state = follow(app_id, out=_Indented())
+        if state["final_status"] != "SUCCEEDED":
+            diag = (state["result"] or {}).get("diagnostics") or state["diagnostics"]
+            raise CommandError(f"training {app_id} ended {state['final_status']}: {diag}")
+        metrics = state["metrics"] or {}
+        print(f"   eval split: {', '.join(f'{k} {v:.3f}' for k, v in (metrics.get('eval') or {}).items())}")
+        print(f"   SavedModel at {job.export_dir}; checkpoints, events.jsonl and tensorboard/ in {job.checkpoint_dir}")
+
+
+class _Indented:
+    """The trainer's progress lines, indented under the demo step."""
+
+    def write(self, text: str) -> None:
+        import sys
+
+        sys.stdout.write("".join(f"   {line}" if line.strip() else line for line in text.splitlines(True)))
+
+    def flush(self) -> None:
+        import sys
+
+        sys.stdout.flush()
