@@ -90,3 +90,26 @@ def test_packed_environment_reaches_every_container():
     assert spec.services["worker"].script.startswith("./env/bin/python -m tfhadoop.trainer.role")
     plain = application_spec(JobSpec.from_dict(BASE), manifest, "/tmp/job.json")
     assert "env" not in plain.services["worker"].files
+
+
+def test_model_code_is_shipped_to_every_container(tmp_path):
+    import tarfile
+
+    from tfhadoop.trainer.job import application_spec, pack_python_path
+    from tfhadoop.trainer.manifest import Manifest
+
+    src = tmp_path / "code"
+    (src / "mypkg" / "__pycache__").mkdir(parents=True)
+    (src / "mypkg" / "__init__.py").write_text("")
+    (src / "mypkg" / "model.py").write_text("def build(): pass\n")
+    (src / "mypkg" / "__pycache__" / "model.cpython-311.pyc").write_bytes(b"x")
+    code = pack_python_path([str(src)], str(tmp_path))
+    with tarfile.open(code["pythonpath-0"]) as tar:
+        names = sorted(n.lstrip("./") for n in tar.getnames() if n.endswith(".py") or n.endswith(".pyc"))
+    assert names == ["mypkg/__init__.py", "mypkg/model.py"]
+    spec = application_spec(JobSpec.from_dict(BASE), Manifest("hdfs:///d", "none", (), {}, {}), "/tmp/job.json", code)
+    for service in (spec.master, spec.services["ps"], spec.services["worker"]):
+        assert str(service.files["pythonpath-0"].type) == "ARCHIVE"
+        assert service.env["PYTHONPATH"].split(":")[0] == "./pythonpath-0"
+    with pytest.raises(CommandError, match="is not a directory"):
+        pack_python_path([str(tmp_path / "nope")], str(tmp_path))

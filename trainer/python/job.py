@@ -106,10 +106,27 @@ class JobSpec:
             return cls.from_dict(yaml.safe_load(f) or {})
 
 
-def _env(job: JobSpec) -> dict:
+def pack_python_path(entries: list, folder: str) -> dict:
+    """Each ``--python-path`` directory (the model's code) as a tar.gz in ``folder``, keyed by the
+    name YARN unpacks it under in every container (``pythonpath-<i>``, put on PYTHONPATH): the
+    code reaches containers on any cluster, not only on the host that submits."""
+    import tarfile
+
+    packed = {}
+    for i, entry in enumerate(entries):
+        if not os.path.isdir(entry):
+            raise CommandError(f"--python-path {entry!r} is not a directory")
+        archive = os.path.join(folder, f"pythonpath-{i}.tar.gz")
+        with tarfile.open(archive, "w:gz") as tar:
+            tar.add(entry, arcname=".", filter=lambda t: None if "__pycache__" in t.name else t)
+        packed[f"pythonpath-{i}"] = archive
+    return packed
+
+
+def _env(job: JobSpec, code: dict) -> dict:
     env = {"TF_USE_LEGACY_KERAS": "1", "GRPC_FAIL_FAST": "use_caller", "TF_CPP_MIN_LOG_LEVEL": "1",
            "PYTHONUNBUFFERED": "1"}
-    paths = [os.path.abspath(p) for p in job.python_path] + [p for p in os.environ.get("PYTHONPATH", "").split(":") if p]
+    paths = [f"./{name}" for name in code] + [p for p in os.environ.get("PYTHONPATH", "").split(":") if p]
     if paths:
         env["PYTHONPATH"] = ":".join(paths)
     for var in ("HADOOP_CONF_DIR", "TFHADOOP_STATE_DIR", "JAVA_HOME", "PATH", "HOME"):
@@ -118,10 +135,11 @@ def _env(job: JobSpec) -> dict:
     return env
 
 
-def application_spec(job: JobSpec, manifest, job_file: str):
+def application_spec(job: JobSpec, manifest, job_file: str, code: dict | None = None):
     """The Skein application: the job master in the AM container, ``ps`` and ``worker`` services
     with no instances (the master adds each container with its slot and port). Shards are
-    localized by YARN into ``data/`` of the containers that read them."""
+    localized by YARN into ``data/`` of the containers that read them; ``code`` (from
+    :func:`pack_python_path`) and the packed environment are unpacked into every container."""
     import skein
 
     from tfhadoop.trainer.manifest import local_name
@@ -130,10 +148,12 @@ def application_spec(job: JobSpec, manifest, job_file: str):
         return {local_name(s): skein.File(source=f"{manifest.root}/{s.path}", type="file")
                 for s in manifest.split(split)}
 
-    env = _env(job)
+    code = code or {}
+    env = _env(job, code)
     role = f"{job.python} -m tfhadoop.trainer.role"
     # A packed environment is unpacked by YARN into ./env of every container (one download per node).
     packed = {"env": skein.File(source=job.python_archive, type="archive")} if job.python_archive else {}
+    packed.update({name: skein.File(source=path, type="archive") for name, path in code.items()})
     return skein.ApplicationSpec(
         name=job.name, queue=job.queue, max_attempts=1,
         master=skein.Master(resources=skein.Resources(memory=mebibytes(job.master_memory), vcores=1),
@@ -169,7 +189,7 @@ def submit(job: JobSpec, client=None) -> str:
     job_file = os.path.join(folder, "job.json")
     with open(job_file, "w") as f:
         json.dump(asdict(job), f)
-    spec = application_spec(job, manifest, job_file)
+    spec = application_spec(job, manifest, job_file, pack_python_path(job.python_path, folder))
     own = client is None
     client = client or skein.Client()
     try:

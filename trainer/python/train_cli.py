@@ -42,7 +42,8 @@ def register(subparsers) -> None:
     p.add_argument("spec", nargs="?", help="YAML job spec; flags override its keys")
     for flag, kind, text in FLAGS:
         p.add_argument(flag, type=kind, help=text)
-    p.add_argument("--python-path", action="append", default=None, help="extra PYTHONPATH entry for the model's code")
+    p.add_argument("--python-path", action="append", default=None,
+                   help="directory with the model's code, shipped to every container and put on PYTHONPATH (repeatable)")
     p.add_argument("--detach", action="store_true", help="print the application id and return")
     p.set_defaults(func=run)
 
