@@ -1,17 +1,17 @@
-"""A replacement worker that cannot come back at the lost worker's address (its port is taken on
-the node) joins by a coordinated restart: the master moves the slot to the new address in the
-cluster spec and restarts the coordinator from a fresh checkpoint (docs/design/trainer.md,
-"Decision 2")."""
+"""A replacement that cannot come back at the lost container's address (its port is taken on the
+node) joins by a coordinated restart: the master moves the slot to the new address in the cluster
+spec and restarts the coordinator from a fresh checkpoint (docs/design/trainer.md, "Decision 2").
+On the embedded cluster, and the master's handling of overlapping spec changes (move + scale-up,
+move during a PS-loss restart) against a fake Skein client."""
 from __future__ import annotations
 
 import json
+import os
 import socket
 import time
 
 import pytest
 from test_train_yarn import _app_id, _events, _metrics, _state_epoch, _train, _wait, dataset  # noqa: F401
-
-pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
 
 def _hold(port: int, timeout: float) -> socket.socket:
@@ -32,6 +32,8 @@ def _hold(port: int, timeout: float) -> socket.socket:
             time.sleep(0.05)
 
 
+@pytest.mark.cluster
+@pytest.mark.slow
 def test_replacement_at_a_new_address_joins_by_coordinated_restart(hadoop_cluster, dataset):
     import skein
 
@@ -74,3 +76,161 @@ def test_replacement_at_a_new_address_joins_by_coordinated_restart(hadoop_cluste
     t = lost[0]["time"]
     print(f"worker lost -> moved {moved[0]['time'] - t:.1f} s -> coordinator restarted "
           f"{restarted[0]['time'] - t:.1f} s -> training resumed with the replacement {resumed['time'] - t:.1f} s")
+
+
+# -- the master's state machine, against a fake Skein client ---------------------------------
+class FakeKV(dict):
+    def get(self, key, default=None):
+        return dict.get(self, key, default)
+
+    def get_prefix(self, prefix):
+        return {k: v for k, v in self.items() if k.startswith(prefix)}
+
+    def discard(self, key):
+        return self.pop(key, None) is not None
+
+
+class FakeContainer:
+    def __init__(self, cid):
+        self.id, self.state, self.yarn_container_id, self.exit_message = cid, "RUNNING", "y-" + cid, "killed"
+
+
+class FakeApp:
+    def __init__(self):
+        self.kv, self.containers, self.counts = FakeKV(), [], {}
+
+    def add_container(self, service, env=None):
+        n = self.counts[service] = self.counts.get(service, 0) + 1
+        self.containers.append(FakeContainer(f"{service}_{n - 1}"))
+        return self.containers[-1]
+
+    def get_containers(self, services=None, states=None):
+        return [c for c in self.containers if not states or c.state in states]
+
+    def lose(self, cid):
+        next(c for c in self.containers if c.id == cid).state = "KILLED"
+
+    def serve(self, role, slot, address, up=True):
+        self.kv[f"addr/{role}/{slot}"] = address.encode()
+        if up:
+            self.kv[f"up/{role}/{slot}"] = b'{"cuda_visible_devices": ""}'
+
+
+class FakeCoordinator:
+    def __init__(self, args):
+        self.returncode = None
+
+    def poll(self):
+        return self.returncode
+
+    def kill(self):
+        self.returncode = -9
+
+    def wait(self):
+        return self.returncode
+
+
+@pytest.fixture
+def master(tmp_path, monkeypatch):
+    from tfhadoop.trainer import hdfs_io
+    from tfhadoop.trainer import master as m
+
+    monkeypatch.setattr(m.subprocess, "Popen", FakeCoordinator)
+    monkeypatch.setattr(m.time, "sleep", lambda s: None)
+    monkeypatch.setattr(hdfs_io, "write_bytes", lambda *a, **k: None)
+    job = {"checkpoint_dir": "hdfs://nn/c", "ps": 1, "workers": 2, "min_workers": 1, "startup_wait": 0, "queue": "q"}
+    return m.Master(FakeApp(), job, str(tmp_path))
+
+
+def _start(master, workers=(0, 1)):
+    """What Master.run does before its loop, with the containers serving at once."""
+    master.spawn_coordinator()
+    for role, slot in master.ports:
+        master.start(role, slot)
+    master.app.serve("ps", 0, "h:1")
+    for s in workers:
+        master.app.serve("worker", s, f"h:{10 + s}")
+    master.publish_cluster(master.wait_addresses(10))
+    master.events.add("cluster_up")
+    assert master.step() is None
+
+
+def _kinds(master):
+    return [e["event"] for e in master.events.events]
+
+
+def _rescale_file(master):
+    from tfhadoop.trainer.coordinator import RESCALE
+
+    return os.path.exists(os.path.join(master.work, RESCALE))
+
+
+def test_moved_worker_restarts_the_coordinator_once_its_server_is_up(master):
+    from tfhadoop.trainer.coordinator import RESCALE_EXIT
+
+    _start(master)
+    assert _kinds(master) == ["cluster_up", "coordinator_started"]
+    master.app.lose("worker_1")
+    master.step()
+    master.app.serve("worker", 1, "h:99", up=False)
+    master.step()
+    assert master.cluster["worker"] == ["h:10", "h:99"] and "worker_moved" in _kinds(master)
+    assert not _rescale_file(master)  # its server is not up yet
+    master.app.serve("worker", 1, "h:99")
+    master.step()
+    assert _rescale_file(master) and _kinds(master)[-1] == "rescale_requested"
+    master.coordinator.returncode = RESCALE_EXIT
+    master.step()
+    master.step()
+    assert _kinds(master)[-2:] == ["rescaled", "coordinator_started"]
+    with open(os.path.join(master.work, "cluster.json")) as f:
+        assert json.load(f)["worker"] == ["h:10", "h:99"]
+    assert master.coordinator_attempts == 1 and master.ports[("worker", 1)] == 99
+
+
+def test_same_address_rejoins_without_restart(master):
+    _start(master)
+    master.app.lose("worker_1")
+    master.step()
+    master.app.serve("worker", 1, "h:11")
+    master.step()
+    master.step()
+    assert "worker_moved" not in _kinds(master) and _kinds(master).count("coordinator_started") == 1
+    assert "replacement_up" in _kinds(master) and not _rescale_file(master)
+
+
+def test_move_during_a_ps_loss_restart_is_folded_into_it(master):
+    _start(master)
+    master.app.lose("ps_0")
+    master.step()
+    master.app.lose("worker_1")
+    master.step()
+    master.app.serve("worker", 1, "h:98")
+    master.step()
+    assert master.given is None  # the new coordinator waits for the PS
+    master.app.serve("ps", 0, "h:1")
+    master.step()
+    master.step()
+    assert _kinds(master)[-1] == "coordinator_started" and master.given["worker"] == ["h:10", "h:98"]
+    assert not _rescale_file(master)  # it got the new spec: no second restart
+
+
+def test_scale_up_and_moves_while_a_rescale_is_pending_end_in_one_restart(master):
+    from tfhadoop.trainer.coordinator import RESCALE_EXIT
+
+    _start(master, workers=(0,))
+    master.app.lose("worker_0")
+    master.step()
+    master.app.serve("worker", 0, "h:50")
+    master.app.serve("worker", 1, "h:51")
+    master.step()
+    assert master.cluster["worker"] == ["h:50", "h:51"] and _kinds(master).count("rescale_requested") == 1
+    master.app.lose("worker_2")  # slot 0's replacement, lost before the coordinator exits
+    master.step()
+    master.app.serve("worker", 0, "h:60")
+    master.step()
+    master.coordinator.returncode = RESCALE_EXIT
+    master.step()
+    master.step()
+    master.step()
+    assert master.given["worker"] == ["h:60", "h:51"] and _kinds(master).count("rescale_requested") == 1
