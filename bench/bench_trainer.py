@@ -1,0 +1,535 @@
+"""The YARN trainer end to end on the embedded cluster (issue 5's measurements), one run:
+
+- examples/s of a fault-free job (3 workers + 1 PS, `train` queue);
+- the same job while one worker of three is preempted by YARN every ``--preempt-every`` s
+  (an application in the `urgent` queue makes the CapacityScheduler take back a `train`
+  container; it is killed once the job reports the loss, so the replacement can start):
+  goodput = useful examples per second with faults / without;
+- seconds from each replacement container's start (Skein ``Container.start_time``) to the
+  coordinator's ``rejoins`` entry for its slot;
+- seconds from a parameter server's loss (PS container killed through Skein) to the restarted
+  coordinator's first completed wave;
+- seconds from ``submit()`` to the first completed wave, for every job;
+- the worker input pipeline fed by YARN localization from HDFS vs the same pipeline on local files.
+
+Reproduce (≈ 30 min; starts and stops its own embedded cluster unless HADOOP_CONF_DIR is set):
+
+    .venv/bin/python bench/bench_trainer.py [--json /tmp/bench_trainer.json]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+import uuid
+
+if len(sys.argv) > 1 and sys.argv[1] == "--pipeline-worker":
+    T_PROCESS = time.time()  # before any import: the container's process start, for localization
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+MODELS = os.path.join(ROOT, "tests", "trainer")
+sys.path.insert(0, MODELS)
+
+for _k, _v in {"TF_USE_LEGACY_KERAS": "1", "GRPC_FAIL_FAST": "use_caller", "TF_CPP_MIN_LOG_LEVEL": "2"}.items():
+    os.environ.setdefault(_k, _v)
+
+
+def log(*args):
+    print(time.strftime("%H:%M:%S"), *args, flush=True)
+
+
+# -- the worker input pipeline (also run inside a YARN container) ------------------------------
+def pipeline_examples_per_s(folder: str, manifest_raw: dict, batch: int) -> dict:
+    """The worker's input pipeline of step.build_task_fn (TFRecordDataset -> batch -> parse)
+    over every train shard in ``folder``, without the train step: examples and seconds."""
+    import tensorflow as tf
+
+    from tfhadoop.trainer.manifest import local_name, parse
+    from tfhadoop.trainer.step import COMPRESSION, parse_fn
+
+    manifest = parse(manifest_raw, "bench")
+    fn = parse_fn(manifest.parse_spec, "y")
+    files = [os.path.join(folder, local_name(s)) for s in manifest.split("train")]
+    ds = (tf.data.TFRecordDataset(files, compression_type=COMPRESSION[manifest.compression])
+          .batch(batch).map(fn))
+    count = tf.function(lambda: ds.reduce(tf.constant(0, tf.int64), lambda n, b: n + tf.cast(tf.shape(b[1])[0], tf.int64)))
+    t0 = time.time()
+    n = int(count())
+    return {"examples": n, "pipeline_s": time.time() - t0, "pipeline_start": t0}
+
+
+def pipeline_worker(folder: str, key: str, manifest_file: str, batch: int) -> int:
+    """Entry point inside a Skein container: time the pipeline, publish the result under ``key``."""
+    import skein
+
+    with open(manifest_file) as f:
+        raw = json.load(f)
+    result = pipeline_examples_per_s(folder, raw, batch)
+    result["process_start"] = T_PROCESS
+    skein.ApplicationClient.from_current().kv[key] = json.dumps(result).encode()
+    return 0
+
+
+def container_env() -> dict:
+    """What a container on the embedded cluster needs to find the cluster and our venv."""
+    env = {k: os.environ[k] for k in ("HADOOP_CONF_DIR", "TFHADOOP_STATE_DIR", "JAVA_HOME", "PATH", "HOME")
+           if os.environ.get(k)}
+    env.update({"TF_USE_LEGACY_KERAS": "1", "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONUNBUFFERED": "1"})
+    return env
+
+
+def input_round(manifest, local: str, manifest_file: str, batch: int) -> dict:
+    """One Skein app, two containers one after the other (2 shared cores): the pipeline over the
+    shards YARN localized from HDFS into the container (as the trainer's workers get them), and
+    over the same files already on local disk. A fresh app per round: localization is cached per
+    application and node."""
+    import skein
+
+    from tfhadoop.trainer.manifest import local_name
+
+    me = f"{sys.executable} {os.path.abspath(__file__)} --pipeline-worker"
+    files = {local_name(s): skein.File(source=f"{manifest.root}/{s.path}", type="file")
+             for s in manifest.split("train")}
+    res = skein.Resources(memory=1024, vcores=1)
+    spec = skein.ApplicationSpec(
+        name="bench-trainer-input", queue="default", max_attempts=1,
+        master=skein.Master(resources=skein.Resources(memory=256, vcores=1)),
+        services={"hdfs": skein.Service(instances=0, max_restarts=0, resources=res, files=files, env=container_env(),
+                                        script=f"{me} . result/hdfs {manifest_file} {batch}"),
+                  "local": skein.Service(instances=0, max_restarts=0, resources=res, env=container_env(),
+                                         script=f"{me} {local} result/local {manifest_file} {batch}")})
+    out = {}
+    with skein.Client() as client:
+        app = client.submit_and_connect(spec)
+        try:
+            for service in ("local", "hdfs"):
+                c = app.add_container(service)
+                out[service] = json.loads(app.kv.wait(f"result/{service}").decode())
+                for _ in range(60):
+                    got = [x for x in app.get_containers(services=[service], states=list(skein.model.ContainerState))
+                           if x.id == c.id]
+                    if got and got[0].start_time:
+                        out[service]["container_start"] = got[0].start_time.timestamp()
+                        break
+                    time.sleep(0.5)
+        finally:
+            app.shutdown()
+    for v in out.values():
+        v["container_start_to_process_s"] = v["process_start"] - v["container_start"]
+    # Localization happens between the container's start (Skein start_time) and its process start;
+    # the local container has nothing to localize, so the difference is what HDFS cost.
+    out["localization_s"] = max(out["hdfs"]["container_start_to_process_s"]
+                                - out["local"]["container_start_to_process_s"], 0.0)
+    return out
+
+
+def measure_input(dataset: str, batch: int, epochs: int, rounds: int) -> dict:
+    """Worker input from HDFS (YARN localization + the pipeline over the localized files) vs the
+    same pipeline over files on local disk; ratios of examples/s, one pass and over ``epochs``."""
+    from tfhadoop.trainer import hdfs_io
+    from tfhadoop.trainer.manifest import load, local_name
+
+    manifest = load(dataset)
+    work = tempfile.mkdtemp(prefix="bench-trainer-input-")
+    local = os.path.join(work, "data")
+    os.makedirs(local)
+    t0 = time.time()
+    for s in manifest.split("train"):
+        with open(os.path.join(local, local_name(s)), "wb") as f:
+            f.write(hdfs_io.read_bytes(f"{manifest.root}/{s.path}"))
+    client_read_s = time.time() - t0  # the same bytes over hdfs-native in this process, for scale
+    manifest_file = os.path.join(work, "manifest.json")
+    with open(manifest_file, "w") as f:
+        json.dump(manifest.raw, f)
+    try:
+        per_round = [input_round(manifest, local, manifest_file, batch) for _ in range(rounds)]
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
+    n = per_round[0]["hdfs"]["examples"]
+    assert all(r[k]["examples"] == n for r in per_round for k in ("hdfs", "local")), per_round
+    p_local = mean([r["local"]["pipeline_s"] for r in per_round])
+    p_hdfs = mean([r["hdfs"]["pipeline_s"] for r in per_round])
+    localize = mean([r["localization_s"] for r in per_round])
+    rate_local = n / p_local
+    one_pass = n / (localize + p_hdfs)
+    amortized = n * epochs / (localize + epochs * p_hdfs)
+    return {"examples": n, "bytes": sum(s.bytes for s in manifest.split("train")), "rounds": per_round,
+            "local_pipeline_s": p_local, "hdfs_pipeline_s": p_hdfs, "localization_s": localize,
+            "client_hdfs_read_s": client_read_s,
+            "local_examples_per_s": rate_local, "hdfs_one_pass_examples_per_s": one_pass,
+            "hdfs_amortized_examples_per_s": amortized, "epochs_for_amortized": epochs,
+            "ratio_pipeline_only": p_local / p_hdfs,
+            "ratio_one_pass": one_pass / rate_local, "ratio_amortized": amortized / rate_local}
+
+
+# -- a training job and what happens to it ------------------------------------------------------
+class Watch:
+    """Polls a running job's Skein key-value store and containers (the values go away with the
+    application): progress with the coordinator's own timestamps, each worker's `up` record, every
+    container's start/finish time. Also injects the faults asked for."""
+
+    def __init__(self, app_id: str, expected_epochs: int):
+        self.app_id, self.epochs = app_id, expected_epochs
+        self.progress, self.up, self.containers, self.events = [], {}, {}, []
+        self.faults, self.notes = [], []
+        self.urgent = None
+
+    def follow_progress(self, app, stop: threading.Event) -> None:
+        """Every `progress` value the coordinator publishes (one per wave, with its own timestamp),
+        polled often enough (waves take seconds) that none is missed."""
+        while not stop.is_set():
+            p = self.kv(app, "progress")
+            if p and (not self.progress or p != self.progress[-1]):
+                self.progress.append(p)
+            stop.wait(0.2)
+
+    def kv(self, app, key):
+        try:
+            value = app.kv.get(key)
+        except Exception:  # noqa: BLE001 - application going away
+            return None
+        return json.loads(value.decode()) if value else None
+
+    def poll(self, app, workers: int) -> None:
+        import skein
+
+        for slot in range(workers):
+            u = self.kv(app, f"up/worker/{slot}")
+            if u:
+                self.up.setdefault(u["container"], {**u, "slot": slot})
+        self.events = self.kv(app, "events") or self.events
+        try:
+            for c in app.get_containers(states=list(skein.model.ContainerState)):
+                self.containers[c.id] = {"service": c.service_name, "yarn": c.yarn_container_id, "state": str(c.state),
+                                         "start": c.start_time.timestamp() if c.start_time else None,
+                                         "finish": c.finish_time.timestamp() if c.finish_time else None}
+        except Exception:  # noqa: BLE001 - application going away
+            pass
+
+    def lost(self):
+        return [e for e in self.events if e["event"] == "container_lost"]
+
+    def start_urgent(self, client, memory_mb: int, tasks: int) -> None:
+        """An app in `urgent` that needs more than `train` leaves free: YARN preempts a container."""
+        import skein
+
+        spec = skein.ApplicationSpec(
+            name="bench-urgent", queue="urgent", max_attempts=1,
+            master=skein.Master(resources=skein.Resources(memory=256, vcores=1)),
+            services={"task": skein.Service(instances=tasks, resources=skein.Resources(memory=memory_mb, vcores=1),
+                                            script="sleep 900")})
+        self.urgent = client.submit(spec)
+
+    def stop_urgent(self, client) -> None:
+        if self.urgent:
+            try:
+                client.kill_application(self.urgent)
+            except Exception as exc:  # noqa: BLE001 - already gone
+                log("urgent app:", exc)
+            self.urgent = None
+
+
+def run_job(args, dataset: str, tag: str, epochs: int, fault: str | None) -> dict:
+    """Submit the job through the product's Python API, follow it, inject ``fault`` ('preempt' or
+    'ps') and collect metrics.json, events.jsonl and the checkpoint times from HDFS."""
+    import skein
+
+    from tfhadoop import hadoop
+    from tfhadoop.trainer import hdfs_io
+    from tfhadoop.trainer.job import JobSpec, follow, submit
+
+    run = hadoop.use_cluster().default_fs.rstrip("/") + f"/tmp/bench-trainer/{tag}-{uuid.uuid4().hex[:6]}"
+    job = JobSpec(model="trainer_test_models:linear", data=dataset, label="y", checkpoint_dir=f"{run}/ckpt",
+                  export_dir=f"{run}/model", workers=3, min_workers=1, ps=1, worker_memory=args.worker_memory,
+                  ps_memory="1g", master_memory="2g", queue="train", epochs=epochs, batch_size=args.batch_size,
+                  task_records=args.task_records, name=f"bench-trainer-{tag}", python_path=[MODELS]).validate()
+    log(f"[{tag}] submitting: 3 workers + 1 PS, {epochs} epochs, fault={fault}")
+    t_submit = time.time()
+    app_id = submit(job)
+    result: dict = {}
+    follower = threading.Thread(target=lambda: result.update(follow(app_id, out=open(os.devnull, "w"))), daemon=True)
+    follower.start()
+    watch = Watch(app_id, epochs)
+    with skein.Client() as client:
+        app = client.connect(app_id, wait=True)
+        stop = threading.Event()
+        poller = threading.Thread(target=watch.follow_progress, args=(app, stop), daemon=True)
+        poller.start()
+        next_fault = None
+        pending_loss = None  # (lost events before, time the urgent app was submitted)
+        try:
+            while follower.is_alive():
+                watch.poll(app, 3)
+                now = time.time()
+                if watch.progress and next_fault is None:
+                    next_fault = now + (args.preempt_every if fault == "preempt" else args.ps_kill_after)
+                last = watch.progress[-1] if watch.progress else None
+                training = last is not None and not (last["epoch"] == epochs - 1 and last["examples"] == last["expected"])
+                if fault == "preempt" and pending_loss is None and next_fault and now >= next_fault and training:
+                    pending_loss = (len(watch.lost()), now)
+                    watch.start_urgent(client, args.urgent_memory, args.urgent_tasks)
+                    log(f"[{tag}] urgent app {watch.urgent} submitted (epoch {last['epoch']})")
+                if pending_loss is not None:
+                    new = watch.lost()[pending_loss[0]:]
+                    if new:
+                        watch.stop_urgent(client)
+                        e = new[0]
+                        watch.faults.append({"kind": "yarn_preemption", "urgent_submitted": pending_loss[1],
+                                             "lost": e["time"], "role": e["role"], "slot": e["slot"],
+                                             "container": e["container"], "diagnostics": e.get("diagnostics")})
+                        log(f"[{tag}] lost {e['role']}:{e['slot']} ({e.get('diagnostics')}), "
+                            f"{e['time'] - pending_loss[1]:.1f} s after the urgent app; urgent app killed")
+                        if e["role"] != "worker":
+                            watch.notes.append(f"preemption took {e['role']}:{e['slot']}, not a worker")
+                        pending_loss, next_fault = None, next_fault + args.preempt_every
+                    elif now - pending_loss[1] > args.preempt_timeout:
+                        watch.stop_urgent(client)
+                        running = [c for c in app.get_containers(services=["worker"]) if str(c.state) == "RUNNING"]
+                        msg = f"no preemption within {args.preempt_timeout} s; killed {running[-1].id} through Skein"
+                        log(f"[{tag}] " + msg)
+                        watch.notes.append(msg)
+                        app.kill_container(running[-1].id)
+                        watch.faults.append({"kind": "skein_kill", "killed": time.time(), "container": running[-1].id})
+                        pending_loss = (len(watch.lost()), time.time())
+                if fault == "ps" and next_fault and now >= next_fault and not watch.faults and training:
+                    ps = [c for c in app.get_containers(services=["ps"]) if str(c.state) == "RUNNING"]
+                    t_kill = time.time()
+                    app.kill_container(ps[0].id)
+                    watch.faults.append({"kind": "ps_killed", "killed": t_kill, "container": ps[0].id})
+                    log(f"[{tag}] killed {ps[0].id} (PS) through Skein at epoch {last['epoch']}")
+                time.sleep(0.5)
+        finally:
+            stop.set()
+            watch.stop_urgent(client)
+    follower.join()
+    poller.join()
+    log(f"[{tag}] {result.get('final_status')} ({result.get('state')}) {str(result.get('diagnostics'))[:3000]}")
+    if result.get("final_status") != "SUCCEEDED":
+        for e in result.get("events") or []:
+            log(f"[{tag}] event", json.dumps({k: v for k, v in e.items() if k != "cluster"})[:1500])
+        raise RuntimeError(f"{tag} job {app_id} did not succeed: {result.get('diagnostics')}")
+    metrics = json.loads(hdfs_io.read_bytes(f"{run}/ckpt/metrics.json"))
+    events = [json.loads(x) for x in hdfs_io.read_bytes(f"{run}/ckpt/events.jsonl").decode().splitlines()]
+    client_hdfs, path = hdfs_io._client(f"{run}/ckpt")
+    ckpts = sorted(int(s.path.rsplit("ckpt-", 1)[1]) / 1e9 for s in client_hdfs.list_status(path)
+                   if s.path.rsplit("/", 1)[-1].startswith("ckpt-"))
+    return {"tag": tag, "app_id": app_id, "run": run, "submit": t_submit, "final_status": result.get("final_status"),
+            "metrics": metrics, "events": events, "checkpoints": ckpts, "progress": watch.progress,
+            "up": watch.up, "containers": watch.containers, "faults": watch.faults, "notes": watch.notes,
+            "epochs": epochs, "dataset_records": None}
+
+
+# -- what each run says ---------------------------------------------------------------------------
+def summarize(r: dict, records: int) -> dict:
+    """Useful examples per second (over the coordinator's train_seconds, and over first -> last
+    completed wave), submit -> first completed wave, and per-epoch exactness. A wave's time is the
+    coordinator's own timestamp in its `progress` value."""
+    m, ev = r["metrics"], r["events"]
+    starts = [e for e in ev if e["event"] == "coordinator_started"]
+    waves = [e for e in ev if e["event"] == "first_wave"]
+    done = sum(e["examples"] for e in m["epochs"])
+    first, last = r["progress"][0], r["progress"][-1]
+    return {"examples": done, "epochs_exact": [e["examples"] for e in m["epochs"]] == [records] * r["epochs"],
+            "per_epoch": [e["examples"] for e in m["epochs"]],
+            "coordinator_starts": len(starts), "train_seconds": m["train_seconds"],
+            "examples_per_s_train_seconds": done / m["train_seconds"],
+            "first_to_last_wave_s": last["time"] - first["time"], "first_wave_examples": first["examples"],
+            "waves_seen": len(r["progress"]), "first_wave_seen_steps": first["steps"],
+            "submit_to_coordinator_begin_s": starts[0]["time"] - r["submit"],
+            "submit_to_first_wave_s": first["time"] - r["submit"],
+            "submit_to_first_wave_event_s": (waves[0]["time"] - r["submit"]) if waves else None,
+            "submit_to_first_checkpoint_s": (r["checkpoints"][0] - r["submit"]) if r["checkpoints"] else None,
+            "first_step_s_metric": m.get("first_step_s"), "final_status": r["final_status"]}
+
+
+def replacement_times(r: dict) -> list[dict]:
+    """Each replacement worker: its container's start (Skein) -> the coordinator's rejoin of its slot."""
+    out = []
+    lost = [e for e in r["events"] if e["event"] == "container_lost" and e["role"] == "worker"]
+    for cid, up in sorted(r["up"].items(), key=lambda kv: kv[1]["started"]):
+        c = r["containers"].get(cid)
+        if c is None or not any(e["time"] < up["started"] and e["slot"] == up["slot"] for e in lost):
+            continue  # one of the first three workers
+        rejoin = [j["time"] for j in r["metrics"].get("rejoins", []) if j["slot"] == up["slot"] and j["time"] > c["start"]]
+        out.append({"slot": up["slot"], "container": cid, "container_start": c["start"], "server_up": up["started"],
+                    "rejoined": rejoin[0] if rejoin else None, "training_end": r["progress"][-1]["time"],
+                    "start_to_rejoin_s": (rejoin[0] - c["start"]) if rejoin else None,
+                    "start_to_server_up_s": up["started"] - c["start"]})
+    return out
+
+
+def ps_recovery(r: dict) -> dict:
+    """PS lost (the master's container_lost event; also from our kill call) -> the first wave the
+    restarted coordinator completed: the first `progress` timestamp after the loss (cross-checks:
+    the master's `first_wave` event, noticed in its 1 s loop, and the first ckpt-<ns> uploaded)."""
+    lost = next(e for e in r["events"] if e["event"] == "container_lost" and e["role"] == "ps")
+    kill = r["faults"][0]["killed"] if r["faults"] else None
+    after = lambda ts: next((t for t in ts if t > lost["time"]), None)  # noqa: E731
+    restarted = after([e["time"] for e in r["events"] if e["event"] == "coordinator_started"])
+    wave_event = after([e["time"] for e in r["events"] if e["event"] == "first_wave"])
+    resumed = after([p["time"] for p in r["progress"]])
+    ck = after(r["checkpoints"])
+    since = lambda t, t0: (t - t0) if t is not None and t0 is not None else None  # noqa: E731
+    return {"kill_call": kill, "lost_event": lost["time"], "coordinator_begun": restarted, "resumed": resumed,
+            "lost_to_resumed_s": since(resumed, lost["time"]), "kill_to_resumed_s": since(resumed, kill),
+            "kill_to_lost_event_s": since(lost["time"], kill),
+            "lost_to_coordinator_begin_s": since(restarted, lost["time"]),
+            "lost_to_first_wave_event_s": since(wave_event, lost["time"]),
+            "lost_to_first_checkpoint_s": since(ck, lost["time"])}
+
+
+def git_state() -> dict:
+    """The commit and the uncommitted trainer changes the run used (the tree is shared and moves)."""
+    import subprocess
+
+    run = lambda *a: subprocess.run(["git", *a], cwd=ROOT, capture_output=True, text=True).stdout.strip()  # noqa: E731
+    return {"head": run("rev-parse", "HEAD"), "dirty": run("status", "--short", "--", "trainer", "tfhadoop", "yarn")}
+
+
+def fmt(v, unit="", nd=1):
+    return "n/a" if v is None else f"{v:.{nd}f}{unit}"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
+    ap.add_argument("--json", default="/tmp/bench_trainer.json", help="where the JSON summary goes")
+    ap.add_argument("--shards", type=int, default=8, help="train shards (gzip TFRecord)")
+    ap.add_argument("--shard-records", type=int, default=12500, help="records per train shard")
+    ap.add_argument("--epochs", type=int, default=4, help="epochs of the fault-free and the preempted job")
+    ap.add_argument("--ps-epochs", type=int, default=2, help="epochs of the job whose PS is killed")
+    ap.add_argument("--task-records", type=int, default=1000)
+    ap.add_argument("--batch-size", type=int, default=64)
+    ap.add_argument("--worker-memory", default="3g",
+                    help="per worker: 2g master + 1g PS + 3 x 3g = 12 of 16 GiB in `train`")
+    ap.add_argument("--preempt-every", type=float, default=120, help="seconds between preemptions")
+    ap.add_argument("--preempt-timeout", type=float, default=90,
+                    help="no preemption this long after the urgent app: kill a worker through Skein instead")
+    ap.add_argument("--urgent-memory", type=int, default=2048, help="MiB per urgent container")
+    ap.add_argument("--urgent-tasks", type=int, default=3, help="urgent containers (256 MiB AM + 3 x 2 GiB)")
+    ap.add_argument("--ps-kill-after", type=float, default=45, help="kill the PS this long after the first wave")
+    ap.add_argument("--input-rounds", type=int, default=2, help="rounds of the HDFS-vs-local input measurement")
+    ap.add_argument("--skip", default="", help="comma list of parts to skip: input,baseline,preempt,ps")
+    args = ap.parse_args()
+    skip = set(filter(None, args.skip.split(",")))
+
+    load_start = os.getloadavg()
+    started = time.strftime("%Y-%m-%d %H:%M:%S %Z")
+    log("load average at start:", load_start)
+    from tfhadoop import hadoop
+
+    cluster, state = None, None
+    if not os.environ.get("HADOOP_CONF_DIR"):
+        from tfhadoop.yarn.embedded import EmbeddedCluster
+
+        state = tempfile.mkdtemp(prefix="bench-trainer-cluster-")
+        cluster = EmbeddedCluster(state)
+    out = {"started": started, "load_start": load_start, "args": vars(args), "git": git_state()}
+    try:
+        if cluster is not None:
+            t0 = time.time()
+            cluster.up()
+            os.environ[hadoop.STATE_DIR_ENV] = str(cluster.state_dir)
+            log(f"embedded cluster up in {time.time() - t0:.0f} s ({state})")
+        conf = hadoop.use_cluster(cluster.state_dir if cluster else None)
+        import trainer_test_models as models
+
+        dataset = conf.default_fs.rstrip("/") + f"/tmp/bench-trainer/ds-{uuid.uuid4().hex[:6]}"
+        t0 = time.time()
+        models.write_dataset(dataset, train_shards=(args.shard_records,) * args.shards, eval_records=2000)
+        records = args.shards * args.shard_records
+        log(f"dataset: {records} train examples in {args.shards} gzip shards, written in {time.time() - t0:.0f} s")
+        out["dataset"] = {"url": dataset, "train_records": records, "shards": args.shards}
+
+        if "input" not in skip:
+            inp = out["input"] = measure_input(dataset, args.batch_size, args.epochs, args.input_rounds)
+            log(f"input pipeline, local files: {inp['local_examples_per_s']:.0f} ex/s ({inp['local_pipeline_s']:.2f} s); "
+                f"localized from HDFS: pipeline {inp['hdfs_pipeline_s']:.2f} s + localization {inp['localization_s']:.2f} s")
+        runs, out["errors"] = {}, {}
+        for tag, epochs, fault in (("baseline", args.epochs, None), ("preempt", args.epochs, "preempt"),
+                                   ("ps", args.ps_epochs, "ps")):
+            if tag in skip:
+                continue
+            try:
+                runs[tag] = run_job(args, dataset, tag, epochs, fault)
+            except Exception as exc:  # noqa: BLE001 - reported; the other measurements still run
+                log(f"[{tag}] FAILED: {type(exc).__name__}: {exc}")
+                out["errors"][tag] = f"{type(exc).__name__}: {exc}"
+        out["runs"] = {k: {**v, "summary": summarize(v, records)} for k, v in runs.items()}
+        if "preempt" in runs:
+            out["replacements"] = replacement_times(runs["preempt"])
+        if "ps" in runs:
+            out["ps_recovery"] = ps_recovery(runs["ps"])
+    finally:
+        if cluster is not None:
+            cluster.down()
+            shutil.rmtree(state, ignore_errors=True)
+        out["load_end"] = os.getloadavg()
+        out["finished"] = time.strftime("%Y-%m-%d %H:%M:%S %Z")
+        with open(args.json, "w") as f:
+            json.dump(out, f, indent=1, default=str)
+    report(out)
+    return 0
+
+
+def report(out: dict) -> None:
+    """The numbers against the issue's targets."""
+    print("\n== YARN trainer bench", out["started"], "->", out["finished"])
+    print("load average start", out["load_start"], "end", out["load_end"])
+    runs = out.get("runs", {})
+    for tag, r in runs.items():
+        s = r["summary"]
+        print(f"[{tag}] {s['final_status']}: {s['examples']} examples, epochs exact: {s['epochs_exact']}, "
+              f"coordinator starts {s['coordinator_starts']}, train_seconds {s['train_seconds']:.1f} "
+              f"-> {s['examples_per_s_train_seconds']:.0f} ex/s; first->last wave {s['first_to_last_wave_s']:.1f} s; "
+              f"submit -> coordinator begins {s['submit_to_coordinator_begin_s']:.1f} s, "
+              f"submit -> first wave {s['submit_to_first_wave_s']:.1f} s (target <= 30; master's first_wave "
+              f"event {fmt(s['submit_to_first_wave_event_s'], ' s')})")
+        for n in r["notes"]:
+            print(f"[{tag}] NOTE: {n}")
+    if "baseline" in runs and "preempt" in runs:
+        b, p = runs["baseline"]["summary"], runs["preempt"]["summary"]
+        g = p["examples_per_s_train_seconds"] / b["examples_per_s_train_seconds"]
+        g2 = b["first_to_last_wave_s"] / p["first_to_last_wave_s"]
+        out["goodput"] = {"train_seconds": g, "first_to_last_wave": g2}
+        kinds = [f["kind"] + ":" + str(f.get("role", "worker")) for f in runs["preempt"]["faults"]]
+        print(f"goodput (useful ex/s over the coordinator's train_seconds, faulted / fault-free) = {g:.3f} "
+              f"(target >= 0.8); over first->last wave: {g2:.3f}; faults: {kinds}; "
+              f"per-epoch counts exact in the faulted run: {p['epochs_exact']}")
+    for tag, err in out.get("errors", {}).items():
+        print(f"[{tag}] ERROR: {err}")
+    for rp in out.get("replacements", []):
+        late = "" if rp["rejoined"] else f" (training ended {rp['training_end'] - rp['container_start']:.1f} s after its start)"
+        print(f"replacement worker {rp['slot']} ({rp['container']}): container start -> rejoined "
+              f"{fmt(rp['start_to_rejoin_s'], ' s')}{late} (server up after {rp['start_to_server_up_s']:.1f} s)")
+    if out.get("replacements"):
+        vals = [r["start_to_rejoin_s"] for r in out["replacements"] if r["start_to_rejoin_s"] is not None]
+        print(f"replacement start -> first step: max {fmt(max(vals) if vals else None, ' s')} (target <= 30)")
+    if "ps_recovery" in out:
+        pr = out["ps_recovery"]
+        print(f"PS lost (event) -> restarted coordinator's first wave: {fmt(pr['lost_to_resumed_s'], ' s')} (target <= 60); "
+              f"from the kill call {fmt(pr['kill_to_resumed_s'], ' s')}; lost -> coordinator begins "
+              f"{fmt(pr['lost_to_coordinator_begin_s'], ' s')}; master's first_wave event "
+              f"{fmt(pr['lost_to_first_wave_event_s'], ' s')}; first checkpoint {fmt(pr['lost_to_first_checkpoint_s'], ' s')}")
+    if "input" in out:
+        i = out["input"]
+        print(f"input ({i['examples']} examples, {i['bytes']} B gzip): local {i['local_examples_per_s']:.0f} ex/s; "
+              f"HDFS-localized pipeline only x{i['ratio_pipeline_only']:.2f}; "
+              f"with localization ({i['localization_s']:.1f} s) one pass x{i['ratio_one_pass']:.2f}, "
+              f"over {i['epochs_for_amortized']} epochs x{i['ratio_amortized']:.2f} (target >= 0.8)")
+    with open(out["args"]["json"], "w") as f:
+        json.dump(out, f, indent=1, default=str)
+    print("JSON:", out["args"]["json"])
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--pipeline-worker":
+        sys.exit(pipeline_worker(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])))
+    sys.exit(main())
