@@ -76,8 +76,8 @@ class Master:
         self.cluster: dict = {}  # the spec the containers see ("cluster" in the key-value store)
         self.given: dict | None = None  # the spec the current coordinator began with; None: not begun
         self.begin_after = 0.0  # backoff: the current coordinator begins no earlier (monotonic)
-        self.spawned_at = 0.0
-        self.progress_at_begin: bytes | None = None
+        self.spawned_at = 0.0  # when the current coordinator process was started (monotonic)
+        self.progress_at_begin: bytes | None = None  # "progress" when it was given the spec
         self.first_wave_seen = True
         self.rescale_pending = False
 
@@ -126,6 +126,7 @@ class Master:
         self.app.kv["cluster"] = json.dumps(cluster).encode()
 
     def spec_index(self, role: str, slot: int) -> int | None:
+        """The slot's task index in the spec (workers are in arrival order); None: not in it."""
         if role == "ps":
             return slot
         return self.in_spec.index(slot) if slot in self.in_spec else None
@@ -159,6 +160,7 @@ class Master:
         return [k for k in keys if k not in up]
 
     def note_replacements_up(self, up: dict) -> None:
+        """``replacement_up`` events: when a lost slot was serving again."""
         for role, slot in sorted(self.replacing):
             if f"up/{role}/{slot}" in up:
                 self.replacing.discard((role, slot))
@@ -279,6 +281,8 @@ class Master:
 
     # -- main loop --------------------------------------------------------------------------
     def run(self) -> tuple[str, str]:
+        """The coordinator process first (its imports overlap the containers' start), then the
+        containers; a failure while they start fails the job; then the loop until the end."""
         self.spawn_coordinator()
         for role, slot in self.ports:
             self.start(role, slot)
