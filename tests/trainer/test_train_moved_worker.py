@@ -225,7 +225,9 @@ def test_scale_up_and_moves_while_a_rescale_is_pending_end_in_one_restart(master
     master.app.serve("worker", 1, "h:51")
     master.step()
     assert master.cluster["worker"] == ["h:50", "h:51"] and _kinds(master).count("rescale_requested") == 1
-    master.app.lose("worker_2")  # slot 0's replacement, lost before the coordinator exits
+    # slot 0's replacement, preempted (so replaced at once, no backoff) before the coordinator exits
+    next(c for c in master.app.containers if c.id == "worker_2").exit_message = "Container preempted by scheduler"
+    master.app.lose("worker_2")
     master.step()
     master.app.serve("worker", 0, "h:60")
     master.step()
@@ -234,3 +236,26 @@ def test_scale_up_and_moves_while_a_rescale_is_pending_end_in_one_restart(master
     master.step()
     master.step()
     assert master.given["worker"] == ["h:60", "h:51"] and _kinds(master).count("rescale_requested") == 1
+
+
+def test_failing_slot_backs_off_and_preemptions_do_not_count(master):
+    now = [0.0]
+    master.clock = lambda: now[0]
+    _start(master)
+    started = len(master.app.containers)
+    master.app.lose("worker_1")  # first failure: replaced at once
+    master.step()
+    assert len(master.app.containers) == started + 1
+    master.app.lose("worker_2")  # the replacement fails too: 2 s of backoff
+    master.step()
+    assert len(master.app.containers) == started + 1 and master.events.events[-1]["delay_s"] == 2
+    now[0] = 2.5
+    master.step()
+    assert len(master.app.containers) == started + 2
+    preempted = master.app.containers[-1]
+    preempted.exit_message = "Container preempted by scheduler"
+    master.app.lose(preempted.id)  # not a failure: replaced at once, retries unchanged
+    master.step()
+    assert len(master.app.containers) == started + 3 and master.restarts[("worker", 1)] == 2
+    lost = [e for e in master.events.events if e["event"] == "container_lost"]
+    assert [e["preempted"] for e in lost] == [False, False, True]

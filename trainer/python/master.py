@@ -6,8 +6,10 @@ and port each must use), assembles the cluster spec from the addresses the conta
 
 - a worker lost (preempted, node lost, crashed): training goes on with the others (the
   coordinator re-queues its closures); a replacement for the same slot and port is requested at
-  once and rejoins the running training; after ``max_worker_restarts`` per slot the slot stays
-  empty while at least ``min_workers`` are alive;
+  once and rejoins the running training. Preemptions are not failures and are not counted; a
+  slot whose containers keep failing gets its next replacement after a backoff (2, 4, ... 30 s),
+  and after ``max_worker_restarts`` failures the slot stays empty while at least
+  ``min_workers`` are alive (a PS after ``max_ps_restarts``: the job fails);
 - a replacement that comes back at another address (another host, or its port was taken): the
   master puts that address at the slot's task index and restarts the coordinator from a fresh
   checkpoint with the new spec (``worker_moved``, then the scale-up path: ``rescaled``);
@@ -31,6 +33,7 @@ import subprocess
 import sys
 import time
 
+REPLACE_BACKOFF_MAX_S = 30  # a slot whose containers keep failing waits 2, 4, ... up to this many s
 CLUSTER_ERRORS = ("UnavailableError", "AbortedError", "CancelledError", "DeadlineExceededError")
 
 
@@ -69,6 +72,8 @@ class Master:
         self.restarts: dict[tuple[str, int], int] = {}
         self.seen_finished: set[str] = set()
         self.replacing: set[tuple[str, int]] = set()  # replacements whose server is not up yet
+        self.delayed: dict[tuple[str, int], float] = {}  # replacements waiting out a backoff -> due time
+        self.clock = time.monotonic
         self.coordinator: subprocess.Popen | None = None
         self.coordinator_attempts = 0
         self.last_error: dict | None = None
@@ -305,6 +310,7 @@ class Master:
         outcome = self.watch_containers()
         if outcome:
             return outcome
+        self.start_due_replacements()
         self.adopt_addresses(self.app.kv.get_prefix("addr/"))
         up = self.app.kv.get_prefix("up/")
         self.note_replacements_up(up)
@@ -328,8 +334,12 @@ class Master:
             if self.live.get((role, slot)) == c.id:
                 del self.live[(role, slot)]
             self.app.kv["workers_alive"] = str(sum(1 for r, _ in self.live if r == "worker")).encode()
-            self.events.add("container_lost", role=role, slot=slot, container=c.id,
+            preempted = "preempted" in (c.exit_message or "").lower()
+            self.events.add("container_lost", role=role, slot=slot, container=c.id, preempted=preempted,
                             yarn_container=c.yarn_container_id, state=str(c.state), diagnostics=c.exit_message)
+            if preempted:  # YARN took it back: not a failure, so not counted against the slot's retries
+                self.replace(role, slot, attempt=self.restarts.get((role, slot), 0) + 1, delay=0)
+                continue
             n = self.restarts[(role, slot)] = self.restarts.get((role, slot), 0) + 1
             limit = self.job.get("max_worker_restarts" if role == "worker" else "max_ps_restarts", 5)
             if n > limit:
@@ -338,22 +348,31 @@ class Master:
                     return "FAILED", f"{role}:{slot} lost {n} times ({c.exit_message})"
                 self.events.add("slot_abandoned", role=role, slot=slot, workers_alive=alive)
                 continue
-            self.replace(role, slot, n)
+            self.replace(role, slot, n, delay=0 if n == 1 else min(2 ** (n - 1), REPLACE_BACKOFF_MAX_S))
         return None
 
-    def replace(self, role: str, slot: int, attempt: int) -> None:
-        """A replacement for a lost container. Its old keys go, so that the address it publishes
-        tells whether it came back where the spec has it. A lost PS stops the coordinator (its
-        variables are gone); the next one is started at once and begins when the PS is up."""
+    def replace(self, role: str, slot: int, attempt: int, delay: float = 0) -> None:
+        """A replacement for a lost container, requested at once or, for a slot that keeps
+        failing, after ``delay`` seconds of backoff. Its old keys go, so that the address it
+        publishes tells whether it came back where the spec has it. A lost PS stops the
+        coordinator (its variables are gone); the next one begins when the PS is up."""
         if role == "ps":
             self.stop_coordinator()
         self.app.kv.discard(f"up/{role}/{slot}")
         self.app.kv.discard(f"addr/{role}/{slot}")
-        self.start(role, slot)
-        self.replacing.add((role, slot))
-        self.events.add("replacement_requested", role=role, slot=slot, attempt=attempt)
-        if role == "ps":
-            self.spawn_coordinator()
+        self.events.add("replacement_requested", role=role, slot=slot, attempt=attempt, delay_s=delay)
+        self.delayed[(role, slot)] = self.clock() + delay
+        self.start_due_replacements()
+
+    def start_due_replacements(self) -> None:
+        for (role, slot), due in list(self.delayed.items()):
+            if self.clock() < due:
+                continue
+            del self.delayed[(role, slot)]
+            self.start(role, slot)
+            self.replacing.add((role, slot))
+            if role == "ps":
+                self.spawn_coordinator()
 
 
 def enrich_exit_statuses(events: EventLog, app_id: str) -> None:

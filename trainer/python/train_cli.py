@@ -27,6 +27,9 @@ FLAGS = [  # (flag, type, help)
     ("--checkpoint-tasks", int, "tasks per wave between syncs; a checkpoint per wave unless "
                                 "--checkpoint-steps/--checkpoint-secs (default 8)"),
     ("--export-dir", str, "hdfs:// directory the SavedModel is published to (must not exist)"),
+    ("--max-worker-restarts", int, "failed containers per worker slot before it stays empty; preemptions "
+                                   "do not count (default 5)"),
+    ("--max-ps-restarts", int, "failed containers per parameter server before the job fails (default 3)"),
     ("--startup-wait", int, "seconds to wait for all workers before starting with --min-workers (default 60)"),
     ("--name", str, "YARN application name"),
     ("--python", str, "python interpreter in the containers (default: this one, or ./env/bin/python "
