@@ -249,7 +249,8 @@ def run_job(args, dataset: str, tag: str, epochs: int, fault: str | None) -> dic
     job = JobSpec(model="trainer_test_models:linear", data=dataset, label="y", checkpoint_dir=f"{run}/ckpt",
                   export_dir=f"{run}/model", workers=3, min_workers=1, ps=1, worker_memory=args.worker_memory,
                   ps_memory="1g", master_memory="2g", queue="train", epochs=epochs, batch_size=args.batch_size,
-                  task_records=args.task_records, name=f"bench-trainer-{tag}", python_path=[MODELS]).validate()
+                  task_records=args.task_records, checkpoint_secs=args.checkpoint_secs,
+                  name=f"bench-trainer-{tag}", python_path=[MODELS]).validate()
     log(f"[{tag}] submitting: 3 workers + 1 PS, {epochs} epochs, fault={fault}")
     t_submit = time.time()
     app_id = submit(job)
@@ -407,6 +408,8 @@ def main() -> int:
     ap.add_argument("--ps-epochs", type=int, default=2, help="epochs of the job whose PS is killed")
     ap.add_argument("--task-records", type=int, default=1000)
     ap.add_argument("--batch-size", type=int, default=64)
+    ap.add_argument("--checkpoint-secs", type=float, default=None,
+                    help="the job's checkpoint interval (default: the product's, a checkpoint after every wave)")
     ap.add_argument("--worker-memory", default="3g",
                     help="per worker: 2g master + 1g PS + 3 x 3g = 12 of 16 GiB in `train`")
     ap.add_argument("--preempt-every", type=float, default=120, help="seconds between preemptions")
