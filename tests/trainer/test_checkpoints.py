@@ -1,6 +1,8 @@
 """When checkpoints are taken and how a step budget cuts the last wave: pure logic, fake clock."""
 from __future__ import annotations
 
+import os
+
 from tfhadoop.trainer.checkpoints import CheckpointPolicy
 from tfhadoop.trainer.coordinator import training_done, within_step_budget
 from tfhadoop.trainer.tasks import Task
@@ -63,3 +65,87 @@ def test_training_done_by_epochs_or_steps():
     assert training_done({"epoch": 2, "steps": 500}, epochs=2, steps=None)
     assert not training_done({"epoch": 9, "steps": 499}, epochs=None, steps=500)
     assert training_done({"epoch": 0, "steps": 500}, epochs=None, steps=500)
+
+
+class LocalHdfs:
+    """hdfs_io's functions over a local directory (URLs are paths here)."""
+
+    def __init__(self, monkeypatch):
+        import shutil
+
+        from tfhadoop.trainer import hdfs_io
+
+        def upload_dir(local, url):
+            shutil.copytree(local, url)
+
+        def write_bytes(url, data):
+            os.makedirs(os.path.dirname(url), exist_ok=True)
+            with open(url, "wb") as f:
+                f.write(data)
+
+        for name, fn in {"exists": os.path.exists, "upload_dir": upload_dir, "write_bytes": write_bytes,
+                         "download_dir": lambda url, local: shutil.copytree(url, local),
+                         "delete": lambda url: shutil.rmtree(url, ignore_errors=True), "rename": os.rename,
+                         "list_names": lambda url: os.listdir(url) if os.path.isdir(url) else []}.items():
+            monkeypatch.setattr(hdfs_io, name, fn)
+
+
+class FakeTfCheckpoint:
+    def __init__(self):
+        self.value, self.restored = 0, None
+
+    def write(self, prefix):
+        os.makedirs(os.path.dirname(prefix), exist_ok=True)
+        with open(prefix + ".data", "w") as f:
+            f.write(str(self.value))
+
+    def restore(self, prefix):
+        with open(prefix + ".data") as f:
+            self.restored = int(f.read())
+        return self
+
+    def expect_partial(self):
+        return self
+
+
+def test_saves_keep_latest_and_a_bounded_history(tmp_path, monkeypatch):
+    from tfhadoop.trainer.checkpoints import HdfsCheckpoints
+
+    LocalHdfs(monkeypatch)
+    url, ckpt = str(tmp_path / "hdfs" / "ckpt"), FakeTfCheckpoint()
+    store = HdfsCheckpoints(ckpt, url, str(tmp_path / "work"), keep=3)
+    assert store.restore() is None
+    for step in range(1, 6):
+        ckpt.value = step
+        store.save({"steps": step})
+    names = sorted(os.listdir(url))
+    assert names[-1] == "latest" and len([n for n in names if n.startswith("ckpt-")]) == 2, names
+    assert store.restore() == {"steps": 5} and ckpt.restored == 5
+
+
+def test_a_save_stopped_between_its_renames_is_restored_and_finished(tmp_path, monkeypatch):
+    from tfhadoop.trainer.checkpoints import HdfsCheckpoints
+
+    LocalHdfs(monkeypatch)
+    url, ckpt = str(tmp_path / "ckpt"), FakeTfCheckpoint()
+    store = HdfsCheckpoints(ckpt, url, str(tmp_path / "work"))
+    ckpt.value = 1
+    store.save({"steps": 1})
+    ckpt.value = 2
+    store.save({"steps": 2})
+    os.rename(f"{url}/latest", f"{url}/latest.new")  # as if the save of step 2 stopped there
+    assert store.restore() == {"steps": 2} and ckpt.restored == 2
+    ckpt.value = 3
+    store.save({"steps": 3})
+    assert store.restore() == {"steps": 3} and not os.path.exists(f"{url}/latest.new")
+    assert sum(n.startswith("ckpt-") for n in os.listdir(url)) == 2  # steps 1 and 2 in the history
+
+
+def test_a_half_uploaded_first_save_is_not_restored(tmp_path, monkeypatch):
+    from tfhadoop.trainer.checkpoints import HdfsCheckpoints
+
+    LocalHdfs(monkeypatch)
+    url = str(tmp_path / "ckpt")
+    os.makedirs(f"{url}/latest.new")
+    open(f"{url}/latest.new/ckpt.data", "w").close()  # no state.json: the upload did not finish
+    assert HdfsCheckpoints(FakeTfCheckpoint(), url, str(tmp_path / "work")).restore() is None

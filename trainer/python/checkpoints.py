@@ -43,35 +43,52 @@ class CheckpointPolicy:
 
 
 class HdfsCheckpoints:
-    """``tf.train.Checkpoint`` + training state, saved to and restored from ``url`` on HDFS."""
+    """``tf.train.Checkpoint`` + training state, saved to and restored from ``url`` on HDFS.
 
-    def __init__(self, ckpt, url: str, work: str):
-        self.ckpt, self.url, self.work = ckpt, url.rstrip("/"), work
+    A save uploads once, to ``latest.new``; then ``latest`` is renamed into the history
+    (``ckpt-<ns>``) and ``latest.new`` to ``latest`` — NameNode renames, no second upload. Only
+    between those two renames is there no ``latest``; ``latest.new`` is complete then, and
+    ``restore`` takes it. The history keeps the ``keep`` newest checkpoints."""
+
+    def __init__(self, ckpt, url: str, work: str, keep: int = 5):
+        self.ckpt, self.url, self.work, self.keep = ckpt, url.rstrip("/"), work, keep
 
     def restore(self) -> dict | None:
         """The saved training state after restoring the variables, or None without a checkpoint."""
-        if not hdfs_io.exists(f"{self.url}/latest/state.json"):
+        name = self.restorable()
+        if name is None:
             return None
         local = os.path.join(self.work, "ckpt-restore")
         shutil.rmtree(local, ignore_errors=True)
-        hdfs_io.download_dir(f"{self.url}/latest", local)
+        hdfs_io.download_dir(f"{self.url}/{name}", local)
         with open(os.path.join(local, "state.json")) as f:
             state = json.load(f)
         self.ckpt.restore(os.path.join(local, "ckpt")).expect_partial()
         return state
 
-    def save(self, state: dict) -> str:
-        """Write the checkpoint; returns its HDFS URL. ``latest`` moves by one rename."""
+    def restorable(self) -> str | None:
+        """``latest``; or ``latest.new`` when a save stopped between its renames (then it is
+        complete: it was uploaded before ``latest`` moved away); None before the first save."""
+        if hdfs_io.exists(f"{self.url}/latest/state.json"):
+            return "latest"
+        if not hdfs_io.exists(f"{self.url}/latest") and hdfs_io.exists(f"{self.url}/latest.new/state.json"):
+            return "latest.new"
+        return None
+
+    def save(self, state: dict) -> None:
         local = os.path.join(self.work, f"ckpt-save-{time.time_ns()}")
         self.ckpt.write(os.path.join(local, "ckpt"))
-        with open(os.path.join(local, "state.json"), "w") as f:
-            json.dump(state, f)
-        url = f"{self.url}/ckpt-{time.time_ns()}"
-        hdfs_io.upload_dir(local, url)
-        staged = f"{self.url}/latest.new"
+        staged, latest = f"{self.url}/latest.new", f"{self.url}/latest"
+        if not hdfs_io.exists(latest) and hdfs_io.exists(f"{staged}/state.json"):
+            hdfs_io.rename(staged, latest)  # finish a save that stopped between its renames
         hdfs_io.delete(staged)
         hdfs_io.upload_dir(local, staged)
-        hdfs_io.delete(f"{self.url}/latest")
-        hdfs_io.rename(staged, f"{self.url}/latest")
+        # state.json goes last (written whole, by a rename): a directory that has it is complete.
+        hdfs_io.write_bytes(f"{staged}/state.json", json.dumps(state).encode())
+        if hdfs_io.exists(latest):
+            hdfs_io.rename(latest, f"{self.url}/ckpt-{time.time_ns()}")
+        hdfs_io.rename(staged, latest)
         shutil.rmtree(local, ignore_errors=True)
-        return url
+        history = sorted(n for n in hdfs_io.list_names(self.url) if n.startswith("ckpt-"))
+        for name in history[:max(len(history) - (self.keep - 1), 0)]:
+            hdfs_io.delete(f"{self.url}/{name}")

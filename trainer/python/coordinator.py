@@ -127,7 +127,7 @@ def run(job: dict, cluster: dict, work: str, app=None) -> dict:
     task_fn = build_task_fn(strategy, model, manifest.parse_spec, job["label"], job["batch_size"], manifest.compression)
 
     checkpoints = HdfsCheckpoints(tf.train.Checkpoint(model=model, optimizer=model.optimizer),
-                                  job["checkpoint_dir"], work)
+                                  job["checkpoint_dir"], work, keep=job.get("keep_checkpoints", 5))
     ckpt_url = checkpoints.url
     summaries = Summaries(work, f"{ckpt_url}/tensorboard")
     state = checkpoints.restore() or {"epoch": 0, "ledger": None, "steps": 0, "history": []}

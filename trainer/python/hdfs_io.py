@@ -115,3 +115,12 @@ def mirror_dir(local: str, url: str, uploaded: dict) -> int:
             uploaded[full] = size
             copied += 1
     return copied
+
+
+def list_names(url: str) -> list[str]:
+    """Names of the entries of the directory ``url`` (empty if it does not exist)."""
+    client, path = _client(url)
+    try:
+        return [s.path.rstrip("/").rsplit("/", 1)[-1] for s in client.list_status(path)]
+    except FileNotFoundError:
+        return []

@@ -29,6 +29,12 @@ def mebibytes(value) -> int:
     return int(float(m.group(1)) * scale)
 
 
+# A checkpoint costs an upload of the model from the parameter servers to HDFS (seconds on a busy
+# cluster): taking one per wave made the coordinator spend most of its time checkpointing
+# (BENCHMARKS.md); a time interval bounds the work redone after a PS loss instead.
+DEFAULT_CHECKPOINT_SECS = 60
+
+
 @dataclass
 class JobSpec:
     model: str
@@ -49,9 +55,10 @@ class JobSpec:
     steps: int | None = None  # train this many steps (batches) in all, then stop
     batch_size: int = 64
     task_records: int = 1000
-    checkpoint_tasks: int = 8  # tasks per wave; without checkpoint_steps/_secs, a checkpoint per wave
+    checkpoint_tasks: int = 8  # tasks per wave (the coordinator syncs between waves)
     checkpoint_steps: int | None = None  # a checkpoint once this many steps passed since the last
-    checkpoint_secs: float | None = None  # a checkpoint once this many seconds passed since the last
+    checkpoint_secs: float | None = None  # ... or seconds; neither given: every 60 s
+    keep_checkpoints: int = 5  # latest + this many - 1 older ones on HDFS
     max_worker_restarts: int = 5
     max_ps_restarts: int = 3
     max_coordinator_restarts: int = 3
@@ -68,8 +75,10 @@ class JobSpec:
             raise CommandError("--epochs and --steps are exclusive: give one")
         if self.epochs is None and self.steps is None:
             self.epochs = 1
+        if self.checkpoint_steps is None and self.checkpoint_secs is None:
+            self.checkpoint_secs = DEFAULT_CHECKPOINT_SECS
         for name in ("epochs", "steps", "checkpoint_steps", "checkpoint_secs", "checkpoint_tasks", "batch_size",
-                     "task_records"):
+                     "task_records", "keep_checkpoints"):
             value = getattr(self, name)
             if value is not None and value <= 0:
                 raise CommandError(f"--{name.replace('_', '-')} must be positive, got {value}")

@@ -23,9 +23,10 @@ FLAGS = [  # (flag, type, help)
     ("--task-records", int, "records per scheduled task (default 1000)"),
     ("--checkpoint-dir", str, "hdfs:// directory for checkpoints, events.jsonl, metrics.json and tensorboard/"),
     ("--checkpoint-steps", int, "a checkpoint once this many steps passed since the last one"),
-    ("--checkpoint-secs", float, "a checkpoint once this many seconds passed since the last one"),
-    ("--checkpoint-tasks", int, "tasks per wave between syncs; a checkpoint per wave unless "
-                                "--checkpoint-steps/--checkpoint-secs (default 8)"),
+    ("--checkpoint-secs", float, "a checkpoint once this many seconds passed since the last one (default 60 "
+                                 "unless --checkpoint-steps); always one at each epoch's end"),
+    ("--checkpoint-tasks", int, "tasks per wave: the coordinator syncs (and may checkpoint) between waves (default 8)"),
+    ("--keep-checkpoints", int, "checkpoints kept on HDFS, latest included (default 5)"),
     ("--export-dir", str, "hdfs:// directory the SavedModel is published to (must not exist)"),
     ("--max-worker-restarts", int, "failed containers per worker slot before it stays empty; preemptions "
                                    "do not count (default 5)"),
