@@ -412,7 +412,7 @@ def main() -> int:
     ap.add_argument("--task-records", type=int, default=1000)
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--checkpoint-secs", type=float, default=None,
-                    help="the job's checkpoint interval (default: the product's, a checkpoint after every wave)")
+                    help="the job's checkpoint interval in seconds (default: the product's default)")
     ap.add_argument("--worker-memory", default="3g",
                     help="per worker: 2g master + 1g PS + 3 x 3g = 12 of 16 GiB in `train`")
     ap.add_argument("--preempt-every", type=float, default=120, help="seconds between preemptions")
