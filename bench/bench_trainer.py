@@ -12,7 +12,7 @@
 - seconds from ``submit()`` to the first completed wave, for every job;
 - the worker input pipeline fed by YARN localization from HDFS vs the same pipeline on local files.
 
-Reproduce (≈ 30 min; starts and stops its own embedded cluster unless HADOOP_CONF_DIR is set):
+Reproduce (≈ 25 min; starts and stops its own embedded cluster unless HADOOP_CONF_DIR is set):
 
     .venv/bin/python bench/bench_trainer.py [--json /tmp/bench_trainer.json]
 """
@@ -407,8 +407,8 @@ def main() -> int:
     ap.add_argument("--json", default="/tmp/bench_trainer.json", help="where the JSON summary goes")
     ap.add_argument("--shards", type=int, default=8, help="train shards (gzip TFRecord)")
     ap.add_argument("--shard-records", type=int, default=12500, help="records per train shard")
-    ap.add_argument("--epochs", type=int, default=5, help="epochs of the fault-free and the preempted job")
-    ap.add_argument("--ps-epochs", type=int, default=2, help="epochs of the job whose PS is killed")
+    ap.add_argument("--epochs", type=int, default=20, help="epochs of the fault-free and the preempted job")
+    ap.add_argument("--ps-epochs", type=int, default=8, help="epochs of the job whose PS is killed")
     ap.add_argument("--task-records", type=int, default=1000)
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--checkpoint-secs", type=float, default=None,
@@ -515,6 +515,9 @@ def report(out: dict) -> None:
         out["goodput"] = {"train_seconds": g, "first_to_last_wave": g2, "vs_each_baseline": each,
                           "baseline_examples_per_s": base_rate}
         kinds = [f["kind"] + ":" + str(f.get("role", "worker")) for f in runs["preempt"]["faults"]]
+        if len(kinds) < 2:
+            print(f"WARNING: only {len(kinds)} preemption(s): the faulted run was shorter than 2 x --preempt-every; "
+                  "raise --epochs")
         print(f"goodput (useful ex/s over the coordinator's train_seconds, faulted / mean of {len(bases)} fault-free) "
               f"= {g:.3f} (target >= 0.8; vs each fault-free run {', '.join(f'{x:.3f}' for x in each)}); "
               f"over first->last wave: {g2:.3f}; faults: {kinds}; "
