@@ -37,23 +37,27 @@ def load_model_fn(name: str):
 
 class RejoinWatch:
     """ClusterCoordinator logs when a lost worker is back ("Worker ... has been recovered"):
-    those become ``rejoins`` in the key-value store (slot, time), for the client and the event
-    log (time from a replacement's start to its rejoining)."""
+    those become ``rejoins`` in the key-value store (slot, task index, time), for the client and
+    the event log (time from a replacement's start to its rejoining). TF names the worker by its
+    task index; ``slots`` (from the master) maps it to the master's slot, which differs when
+    workers joined the spec in another order."""
 
     PATTERN = re.compile(r"Worker /job:worker/replica:0/task:(\d+) has been recovered")
 
-    def __init__(self, progress: "Progress"):
+    def __init__(self, progress: "Progress", slots: list):
         import logging
 
-        self.progress, self.rejoins = progress, []
+        self.progress, self.rejoins, self.slots = progress, [], slots
         watch = self
 
         class Handler(logging.Handler):
             def emit(self, record):
                 m = watch.PATTERN.search(record.getMessage())
                 if m:
-                    watch.rejoins.append({"slot": int(m.group(1)), "time": time.time()})
-                    print(f"worker {m.group(1)} rejoined", flush=True)
+                    task = int(m.group(1))
+                    slot = watch.slots[task] if task < len(watch.slots) else task
+                    watch.rejoins.append({"slot": slot, "task": task, "time": time.time()})
+                    print(f"worker slot {slot} (task {task}) rejoined", flush=True)
                     watch.progress.put_list("rejoins", watch.rejoins)
 
         logger = logging.getLogger("tensorflow")
@@ -111,7 +115,9 @@ def run(job: dict, cluster: dict, work: str, app=None) -> dict:
     from tfhadoop.trainer.tasks import EpochLedger, plan_epoch
 
     progress = Progress(app)
-    rejoin_watch = RejoinWatch(progress)
+    slots_file = os.path.join(work, "worker_slots.json")
+    slots = json.load(open(slots_file)) if os.path.exists(slots_file) else list(range(len(cluster["worker"])))
+    rejoin_watch = RejoinWatch(progress, slots)
     manifest = load_manifest(job["data"])
     tf.config.threading.set_inter_op_parallelism_threads(len(cluster["worker"]) + len(cluster["ps"]) + 2)
     os.environ["TF_CONFIG"] = json.dumps({"cluster": cluster, "task": {"type": "chief", "index": 0}})

@@ -206,10 +206,11 @@ class Master:
 
     def begin_coordinator(self) -> None:
         """Hand the waiting coordinator the current spec (written whole: it polls for the file)."""
-        path = os.path.join(self.work, "cluster.json")
-        with open(path + ".tmp", "w") as f:
-            json.dump(self.cluster, f)
-        os.replace(path + ".tmp", path)
+        for name, value in (("worker_slots.json", self.in_spec), ("cluster.json", self.cluster)):
+            path = os.path.join(self.work, name)  # cluster.json last: the coordinator waits for it
+            with open(path + ".tmp", "w") as f:
+                json.dump(value, f)
+            os.replace(path + ".tmp", path)
         self.given = json.loads(json.dumps(self.cluster))
         self.progress_at_begin, self.first_wave_seen = self.app.kv.get("progress"), False
         self.events.add("coordinator_started", role="chief", attempt=self.coordinator_attempts,
