@@ -358,10 +358,8 @@ def replacement_times(r: dict) -> list[dict]:
         c = r["containers"].get(cid)
         if c is None or not any(e["time"] < up["started"] and e["slot"] == up["slot"] for e in lost):
             continue  # one of the first three workers
-        # `rejoins` names the TF task index; the master's slots are in task-index order in cluster_up.
-        slots = next((e.get("slots") for e in r["events"] if e["event"] == "cluster_up"), None) or list(range(3))
         rejoin = [j["time"] for j in r["metrics"].get("rejoins", [])
-                  if slots[j["slot"]] == up["slot"] and j["time"] > c["start"]]
+                  if j["slot"] == up["slot"] and j["time"] > c["start"]]
         out.append({"slot": up["slot"], "container": cid, "container_start": c["start"], "server_up": up["started"],
                     "rejoined": rejoin[0] if rejoin else None, "training_end": r["progress"][-1]["time"],
                     "start_to_rejoin_s": (rejoin[0] - c["start"]) if rejoin else None,
