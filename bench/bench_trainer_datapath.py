@@ -23,6 +23,7 @@ import numpy as np  # noqa: E402
 
 from tfhadoop.connectors.example import encode_example  # noqa: E402
 from tfhadoop.connectors.tfrecord import write_records  # noqa: E402
+from tfhadoop.ports import free_port  # noqa: E402
 
 SPEC = {"features": {"x": {"type": "FixedLenFeature", "shape": [8], "dtype": "float32"},
                      "y": {"type": "FixedLenFeature", "shape": [], "dtype": "float32"}}}
@@ -61,17 +62,16 @@ def main():
     import tensorflow as tf
     import tf_keras
 
-    from tfhadoop.trainer import server
     from tfhadoop.trainer.step import build_task_fn, parse_fn
 
     tmp = tempfile.mkdtemp(prefix="bench-trainer-")
     shards = write_shards(tmp, opts.records, opts.shards)
     tasks = [(p, s, min(opts.task_records, n - s)) for p, n in shards for s in range(0, n, opts.task_records)]
 
-    ps_port = server.free_port()
-    worker_ports = [server.free_port() for _ in range(2)]
+    ps_port = free_port()
+    worker_ports = [free_port() for _ in range(2)]
     cluster = {"ps": [f"127.0.0.1:{ps_port}"], "worker": [f"127.0.0.1:{p}" for p in worker_ports],
-               "chief": [f"127.0.0.1:{server.free_port()}"]}
+               "chief": [f"127.0.0.1:{free_port()}"]}
     procs = [launch(cluster, "ps", 0)]
     for i in range(2):
         procs.append(launch(cluster, "worker", i))

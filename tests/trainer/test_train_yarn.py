@@ -133,6 +133,18 @@ def _lost_events(run):
         return []
 
 
+def _hog(client, name: str, queue: str, instances: int, memory: int):
+    """A YARN application that holds ``instances`` containers of ``memory`` MiB in ``queue``
+    (sleeping) until shut down: to take resources from the trainer or leave it too few."""
+    import skein
+
+    return client.submit_and_connect(skein.ApplicationSpec(
+        name=name, queue=queue, max_attempts=1,
+        master=skein.Master(resources=skein.Resources(memory=256, vcores=1)),
+        services={"task": skein.Service(instances=instances, resources=skein.Resources(memory=memory, vcores=1),
+                                        script="sleep 600")}))
+
+
 def test_preempted_worker_is_replaced_and_rejoins_without_restart(hadoop_cluster, dataset):
     import skein
 
@@ -147,11 +159,7 @@ def test_preempted_worker_is_replaced_and_rejoins_without_restart(hadoop_cluster
         _wait(lambda: (_state_epoch(run) or 0) >= 2 or proc.poll() is not None, 300, "two epochs")
         assert proc.poll() is None, proc.communicate()[1][-3000:]
         with skein.Client() as client:
-            urgent = client.submit_and_connect(skein.ApplicationSpec(
-                name="urgent", queue="urgent", max_attempts=1,
-                master=skein.Master(resources=skein.Resources(memory=256, vcores=1)),
-                services={"task": skein.Service(instances=3, resources=skein.Resources(memory=2048, vcores=1),
-                                                script="sleep 600")}))
+            urgent = _hog(client, "urgent", queue="urgent", instances=3, memory=2048)
             lost = _wait(lambda: _lost_events(run), 120, "a preempted container")
             assert lost[0]["role"] == "worker", lost
             assert lost[0]["diagnostics"] == "Container preempted by scheduler"
@@ -226,11 +234,7 @@ def test_starts_with_min_workers_then_scales_up(hadoop_cluster, dataset):
     # filler goes away.
     epochs = 30
     with skein.Client() as client:
-        filler = client.submit_and_connect(skein.ApplicationSpec(
-            name="filler", queue="default", max_attempts=1,
-            master=skein.Master(resources=skein.Resources(memory=256, vcores=1)),
-            services={"task": skein.Service(instances=2, resources=skein.Resources(memory=4096, vcores=1),
-                                            script="sleep 600")}))
+        filler = _hog(client, "filler", queue="default", instances=2, memory=4096)
     try:
         _wait(lambda: len(filler.get_containers(states=["RUNNING"])) == 2, 120, "the filler's containers")
         run, proc = _train(hadoop_cluster, dataset, background=True,

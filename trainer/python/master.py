@@ -33,6 +33,8 @@ import subprocess
 import sys
 import time
 
+from tfhadoop.ports import free_port
+
 REPLACE_BACKOFF_MAX_S = 30  # a slot whose containers keep failing waits 2, 4, ... up to this many s
 CLUSTER_ERRORS = ("UnavailableError", "AbortedError", "CancelledError", "DeadlineExceededError")
 
@@ -53,12 +55,6 @@ class EventLog:
         except Exception as exc:  # noqa: BLE001 - the key-value store still has the events
             print(f"cannot write {self.url}: {exc}", flush=True)
         return event
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("", 0))
-        return s.getsockname()[1]
 
 
 class Master:

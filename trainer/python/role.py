@@ -39,12 +39,12 @@ def usable_port(role: str, slot: int, port: int) -> int:
     """The slot's port if it can be bound on this node, else a free one (logged). Falling back
     costs a coordinator restart (the spec changes) but waiting for a port that another process
     holds would leave the slot empty for good."""
-    from tfhadoop.trainer import server
+    from tfhadoop.ports import free_port, port_is_free
 
     deadline = time.monotonic() + PORT_RETRY_S
-    while not server.port_is_free(port):
+    while not port_is_free(port):
         if time.monotonic() > deadline:
-            new = server.free_port()
+            new = free_port()
             print(f"{role}:{slot}: port {port} is taken on this node; serving on port {new} instead "
                   f"(the master moves the slot to the new address)", flush=True)
             return new

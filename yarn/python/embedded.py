@@ -11,7 +11,6 @@ import json
 import logging
 import os
 import signal
-import socket
 import subprocess
 import time
 import urllib.error
@@ -21,6 +20,7 @@ from pathlib import Path
 
 from tfhadoop.cli import CommandError
 from tfhadoop.hadoop import HadoopConf, default_state_dir, java_executable, java_home, jars_dir
+from tfhadoop.ports import free_port, port_is_free
 
 log = logging.getLogger(__name__)
 
@@ -123,16 +123,6 @@ def _cmdline(pid: int) -> str:
         return ""
 
 
-def _port_in_use(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return True
-    return False
-
-
 def _http_json(url: str, timeout: float = 5.0):
     with urllib.request.urlopen(url, timeout=timeout) as resp:
         return json.loads(resp.read().decode())
@@ -223,17 +213,15 @@ class EmbeddedCluster:
         port = requested or saved
         if port and saved and not requested:  # a just-killed JVM may still be closing its sockets
             deadline = time.monotonic() + 10
-            while _port_in_use(port) and time.monotonic() < deadline:
+            while not port_is_free(port, "127.0.0.1") and time.monotonic() < deadline:
                 time.sleep(0.2)
-        if port and _port_in_use(port):
+        if port and not port_is_free(port, "127.0.0.1"):
             what = "--namenode-port" if requested else f"the NameNode port of this state dir ({saved_file})"
             raise CommandError(f"port {port} ({what}) is in use by another process; stop it, or "
                                + ("choose another port or 0 for a free one" if requested else
                                   f"remove {saved_file} to take a new port (hdfs:// URLs stored under the old one break)"))
         if not port:
-            with socket.socket() as s:
-                s.bind(("127.0.0.1", 0))
-                port = s.getsockname()[1]
+            port = free_port("127.0.0.1")
         self.state_dir.mkdir(parents=True, exist_ok=True)
         saved_file.write_text(f"{port}\n")
         return port

@@ -1,0 +1,24 @@
+"""Local TCP ports: one free now, or whether one can be bound. Used by the embedded cluster (its
+NameNode port) and the trainer (the ports of PS/worker slots and the coordinator)."""
+from __future__ import annotations
+
+import socket
+
+
+def free_port(host: str = "") -> int:
+    """A port that is free on ``host`` now (the OS picks it)."""
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def port_is_free(port: int, host: str = "") -> bool:
+    """Whether ``port`` can be bound on ``host`` the way servers bind it: with SO_REUSEADDR, so
+    closed connections of a stopped server in TIME_WAIT do not count, a listening socket does."""
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
