@@ -7,16 +7,29 @@ SBT := tools/sbt
 JVM_SOURCES := $(shell find connectors spark yarn -path '*/target' -prune -o \( -name '*.java' -o -name '*.scala' -o -path '*/resources/*' \) -print 2>/dev/null)
 PYTEST_ARGS ?=
 
-.PHONY: help setup venv jars test test-jvm test-python test-fast demo bench clean cluster-up cluster-down
+.PHONY: help setup venv jars native lint test test-jvm test-python test-fast demo bench clean cluster-up cluster-down
 
 help:
 	@echo "make demo        bring the embedded cluster up, run the main job end to end, tear down"
 	@echo "make test        JVM unit tests + the whole Python suite against the embedded cluster"
 	@echo "make test-fast   the suite without tests marked slow"
 	@echo "make setup       venvs (.venv: pyspark 4.3 + TF; .venv35: pyspark 3.5), jars/, Hadoop artifacts"
+	@echo "make lint        ruff over every Python file (part of make test)"
 	@echo "make bench       benchmarks in bench/ (see BENCHMARKS.md)"
 
-setup: venv jars
+setup: venv jars native
+
+# Rust crates under connectors/native/ (cargo, crates.io), their libraries copied into the package.
+NATIVE_SOURCES := $(shell find connectors/native -path '*/target' -prune -o -type f \( -name '*.rs' -o -name Cargo.toml \) -print 2>/dev/null)
+native: target/.native-ok
+
+target/.native-ok: Cargo.toml $(wildcard Cargo.lock) tools/build-native $(NATIVE_SOURCES)
+	tools/build-native
+	@mkdir -p target && touch $@
+
+# ruff, configured in ruff.toml: the whole tree must be clean.
+lint: $(VENV)/.ok
+	$(VENV)/bin/ruff check .
 
 venv: $(VENV)/.ok .venv35/.ok
 
@@ -36,7 +49,7 @@ jars/.ok: build.sbt project/build.properties project/repositories $(JVM_SOURCES)
 	$(SBT) cluster/writeClusterClasspath tfhadoop/copyJar
 	@touch $@
 
-test: setup test-jvm test-python
+test: setup lint test-jvm test-python
 
 test-jvm: jars
 	$(SBT) test

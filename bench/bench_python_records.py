@@ -156,7 +156,7 @@ def bench_hdfs(workdir, mb, repeat, results):
     for kind in hdfs.BACKENDS:
         fs = hdfs.filesystem(url, kind)
 
-        def raw():
+        def raw(fs=fs):
             f, got = fs.open_read(url), 0
             while True:
                 piece = f.read(1 << 20)  # the reader's own buffer size
@@ -166,7 +166,7 @@ def bench_hdfs(workdir, mb, repeat, results):
             f.close()
             return got
 
-        def recs():
+        def recs(fs=fs):
             return sum(1 for _ in TFRecordReader(fs.open_read(url), "NONE", name=url))
 
         secs, got = best(raw, repeat)

@@ -19,11 +19,11 @@ os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 os.environ.setdefault("GRPC_FAIL_FAST", "use_caller")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from tfhadoop.connectors.example import encode_example  # noqa: E402
-from tfhadoop.connectors.tfrecord import write_records  # noqa: E402
-from tfhadoop.ports import free_port  # noqa: E402
+from tfhadoop.connectors.example import encode_example
+from tfhadoop.connectors.tfrecord import write_records
+from tfhadoop.ports import free_port
 
 SPEC = {"features": {"x": {"type": "FixedLenFeature", "shape": [8], "dtype": "float32"},
                      "y": {"type": "FixedLenFeature", "shape": [], "dtype": "float32"}}}

@@ -15,7 +15,6 @@ from tfhadoop import hadoop
 from tfhadoop.yarn.embedded import EmbeddedCluster
 
 
-
 @dataclass
 class ClusterHandle:
     """What a test needs to reach the cluster in use."""

@@ -78,7 +78,7 @@ def _skein_hello() -> None:
         print(f"   {app_id}: {report.state} / {report.final_status}")
         if report.final_status != "SUCCEEDED":
             raise CommandError(f"the demo application {app_id} ended {report.final_status}: {report.diagnostics}")
-        hello = [l for l in application_logs(app_id).splitlines() if l.startswith("hello from YARN")]
+        hello = [line for line in application_logs(app_id).splitlines() if line.startswith("hello from YARN")]
         print(f"   its aggregated log says: {hello[0] if hello else '(nothing)'}")
 
 

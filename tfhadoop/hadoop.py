@@ -60,7 +60,7 @@ class HadoopConf:
     props: dict
 
     @classmethod
-    def load(cls, conf_dir: str | os.PathLike) -> "HadoopConf":
+    def load(cls, conf_dir: str | os.PathLike) -> HadoopConf:
         conf_dir = Path(conf_dir)
         if not conf_dir.is_dir():
             raise CommandError(f"Hadoop configuration directory {conf_dir} does not exist")

@@ -8,7 +8,7 @@ record is nullable. A feature that is only ever empty and untyped becomes ``list
 SequenceExample feature lists become ``list<list<T>>`` (``list<fixed_size_list<T, n>>`` when
 every step has n values), their context features follow the Example rules.
 
-The parse spec (:func:`feature_spec`) is plain JSON so it can travel in a manifest; 
+The parse spec (:func:`feature_spec`) is plain JSON so it can travel in a manifest;
 :func:`tf_feature_spec` turns it into ``tf.io`` feature objects where TensorFlow is importable.
 """
 from __future__ import annotations

@@ -7,7 +7,7 @@ hand-written wire codec in :mod:`tfhadoop.connectors.example`.
 """
 from __future__ import annotations
 
-from google.protobuf import descriptor_pb2, descriptor_pool, json_format, message_factory
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 _F = descriptor_pb2.FieldDescriptorProto
 

@@ -98,7 +98,7 @@ class _HdfsFS:
         """(path, is_dir) matching ``pattern`` component by component."""
         parts = [p for p in pattern.split("/") if p]
         found = [("/", True)]
-        for i, part in enumerate(parts):
+        for part in parts:
             nxt = []
             for parent, is_dir in found:
                 if not is_dir:

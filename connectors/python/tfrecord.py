@@ -53,7 +53,7 @@ class ReadStats:
     skipped_bytes: int = 0
     corruptions: list = field(default_factory=list)  # the first 1000 TFRecordErrors skipped
 
-    def add(self, other: "ReadStats") -> None:
+    def add(self, other: ReadStats) -> None:
         self.records += other.records
         self.bytes += other.bytes
         self.skipped_records += other.skipped_records

@@ -303,9 +303,22 @@ def _write_text(out: _FS, path, text: str) -> None:
 def arrow_schema(profile, partition_by=None, record_type="Example"):
     """The written data's schema in Arrow terms, with nullability and list lengths as observed."""
     import pyarrow as pa
-    from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, ByteType, DateType, DecimalType,
-                                   DoubleType, FloatType, IntegerType, LongType, ShortType, StringType,
-                                   StructType, TimestampType)
+    from pyspark.sql.types import (
+        ArrayType,
+        BinaryType,
+        BooleanType,
+        ByteType,
+        DateType,
+        DecimalType,
+        DoubleType,
+        FloatType,
+        IntegerType,
+        LongType,
+        ShortType,
+        StringType,
+        StructType,
+        TimestampType,
+    )
 
     def leaf(t):
         if isinstance(t, (LongType, IntegerType, ShortType, ByteType, BooleanType, DateType, TimestampType)):

@@ -131,8 +131,8 @@ def test_existing_output_is_refused_without_overwrite(spark, hadoop_cluster, fea
 
 
 def test_failed_export_leaves_nothing_visible(spark, hadoop_cluster, features_table):
-    from pyspark.errors import PySparkException
     from py4j.protocol import Py4JJavaError
+    from pyspark.errors import PySparkException
 
     parent = f"/datasets/failed-{uuid.uuid4().hex[:6]}"
     out = hadoop_cluster.hdfs_url(parent + "/ds")

@@ -17,7 +17,6 @@ import pytest
 import skein
 from waiting import wait_for
 
-from tfhadoop.yarn.embedded import EmbeddedCluster
 from tfhadoop.yarn.history import PREEMPTED, container_exits
 from tfhadoop.yarn.logs import application_logs
 

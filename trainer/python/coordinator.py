@@ -44,7 +44,7 @@ class RejoinWatch:
 
     PATTERN = re.compile(r"Worker /job:worker/replica:0/task:(\d+) has been recovered")
 
-    def __init__(self, progress: "Progress", slots: list):
+    def __init__(self, progress: Progress, slots: list):
         import logging
 
         self.progress, self.rejoins, self.slots = progress, [], slots
@@ -110,8 +110,8 @@ def run(job: dict, cluster: dict, work: str, app=None) -> dict:
     from tfhadoop.trainer import hdfs_io
     from tfhadoop.trainer.checkpoints import CheckpointPolicy, HdfsCheckpoints
     from tfhadoop.trainer.manifest import load as load_manifest
-    from tfhadoop.trainer.summaries import Summaries
     from tfhadoop.trainer.step import build_task_fn, parse_fn
+    from tfhadoop.trainer.summaries import Summaries
     from tfhadoop.trainer.tasks import EpochLedger, plan_epoch
 
     progress = Progress(app)
@@ -255,7 +255,7 @@ def main() -> int:
         with open(cluster_file) as f:
             cluster = json.load(f)
         metrics = run(job, cluster, work, app)
-    except BaseException as exc:  # noqa: BLE001 - reported to the master, then re-raised
+    except BaseException as exc:
         with open(os.path.join(work, "error.json"), "w") as f:
             json.dump({"type": type(exc).__name__, "message": str(exc)[:4000],
                        "traceback": traceback.format_exc()[-8000:]}, f)

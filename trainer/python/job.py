@@ -70,7 +70,7 @@ class JobSpec:
     python_path: list = field(default_factory=list)  # extra PYTHONPATH entries (the model's code)
     seed: int = 0
 
-    def validate(self) -> "JobSpec":
+    def validate(self) -> JobSpec:
         if self.epochs is not None and self.steps is not None:
             raise CommandError("--epochs and --steps are exclusive: give one")
         if self.epochs is None and self.steps is None:
@@ -99,7 +99,7 @@ class JobSpec:
         return self
 
     @classmethod
-    def from_dict(cls, data: dict) -> "JobSpec":
+    def from_dict(cls, data: dict) -> JobSpec:
         known = {f.name for f in fields(cls)}
         data = {k.replace("-", "_"): v for k, v in data.items()}
         unknown = sorted(set(data) - known)
@@ -108,7 +108,7 @@ class JobSpec:
         return cls(**data).validate()
 
     @classmethod
-    def from_yaml(cls, path: str) -> "JobSpec":
+    def from_yaml(cls, path: str) -> JobSpec:
         import yaml
 
         with open(path) as f:

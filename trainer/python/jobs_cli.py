@@ -22,7 +22,7 @@ def status(args) -> int:
     with _client() as client:
         try:
             report = client.application_report(args.app)
-        except Exception as exc:  # noqa: BLE001 - skein raises its own error types
+        except Exception as exc:
             raise CommandError(f"no application {args.app}: {exc}") from exc
         print(f"{report.id} {report.name} {report.state} {report.final_status} queue={report.queue}")
         from tfhadoop.trainer.job import tracking_url

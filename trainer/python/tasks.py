@@ -71,5 +71,5 @@ class EpochLedger:
         return {"epoch": self.epoch, "expected": self.expected, "done": {str(k): v for k, v in self.done.items()}}
 
     @classmethod
-    def from_json(cls, data: dict) -> "EpochLedger":
+    def from_json(cls, data: dict) -> EpochLedger:
         return cls(int(data["epoch"]), int(data["expected"]), {int(k): int(v) for k, v in data["done"].items()})

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tfhadoop.cli import CommandError
-from tfhadoop.hadoop import HadoopConf, default_state_dir, java_executable, java_home, jars_dir
+from tfhadoop.hadoop import HadoopConf, default_state_dir, jars_dir, java_executable, java_home
 from tfhadoop.ports import free_port, port_is_free
 
 log = logging.getLogger(__name__)
@@ -247,7 +247,7 @@ class EmbeddedCluster:
             text = (self.logs_dir / name).read_text(errors="replace").splitlines()
         except OSError:
             return "(no output)"
-        keep = [l for l in text if not l.lstrip().startswith("at ")]
+        keep = [line for line in text if not line.lstrip().startswith("at ")]
         return "\n".join(keep[-lines:])
 
     def _recover_stale_state(self, format_hdfs: bool) -> None:
