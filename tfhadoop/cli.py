@@ -10,6 +10,11 @@ import argparse
 import importlib
 import logging
 import sys
+import traceback
+
+from tfhadoop.errors import CommandError, TfhadoopError
+
+__all__ = ["CommandError", "main"]  # CommandError lives in tfhadoop.errors; re-exported for callers of the CLI
 
 # subcommand -> (module, one-line help). The module defines ``register(subparsers)``, which adds
 # the subcommand with its own arguments and ``set_defaults(func=...)``.
@@ -22,11 +27,9 @@ COMMANDS = {
     "status": ("tfhadoop.trainer.status_cli", "state, progress and events of a training application"),
     "logs": ("tfhadoop.trainer.logs_cli", "logs of a training application (--role worker:1)"),
     "kill": ("tfhadoop.trainer.kill_cli", "kill a training application"),
+    "follow": ("tfhadoop.trainer.follow_cli", "follow a training job to its end (Ctrl-C detaches)"),
+    "jobs": ("tfhadoop.trainer.jobs_list_cli", "this user's training jobs"),
 }
-
-
-class CommandError(Exception):
-    """An error the user can act on: printed as one line, exit status 1, no traceback."""
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -67,9 +70,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         result = args.func(args)
-    except CommandError as exc:
+    except TfhadoopError as exc:  # errors the user can act on: their message, no traceback unless -v
+        if args.verbose:
+            traceback.print_exc()
         print(f"tfhadoop {args.command}: error: {exc}", file=sys.stderr)
-        return 1
+        return exc.exit_code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

@@ -11,7 +11,7 @@ import time
 import uuid
 from contextlib import contextmanager
 
-from tfhadoop.cli import CommandError
+from tfhadoop.errors import CommandError
 
 
 def register(subparsers) -> None:
@@ -142,7 +142,7 @@ def _train(dataset: str, workers: int) -> None:
     with _step(f"tfhadoop train: 1 parameter server + {workers} workers on YARN, {job.epochs} epochs"):
         app_id = submit(job)
         print(f"   submitted {app_id}")
-        state = follow(app_id, out=_Indented())
+        state = follow(app_id, job.checkpoint_dir, out=_Indented())
         if state["final_status"] != "SUCCEEDED":
             diag = (state["result"] or {}).get("diagnostics") or state["diagnostics"]
             raise CommandError(f"training {app_id} ended {state['final_status']}: {diag}")

@@ -13,7 +13,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
-from tfhadoop.cli import CommandError
+from tfhadoop.errors import CommandError
 
 STATE_DIR_ENV = "TFHADOOP_STATE_DIR"
 

@@ -13,7 +13,7 @@ import json
 import os
 import sys
 
-from tfhadoop.cli import CommandError
+from tfhadoop.errors import CommandError
 
 RECORD_TYPES = ("auto", "Example", "SequenceExample", "bytes")
 

@@ -26,7 +26,7 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from tfhadoop.cli import CommandError
+from tfhadoop.errors import CommandError
 
 log = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ import argparse
 
 import pytest
 
-from tfhadoop.cli import CommandError
+from tfhadoop.errors import CommandError
 from tfhadoop.trainer import role, train_cli
 from tfhadoop.trainer.job import JobSpec, mebibytes
 
@@ -25,13 +25,13 @@ def test_bad_memory_size():
 @pytest.mark.parametrize("change, message", [
     ({"min_workers": 3, "workers": 2}, "--min-workers"),
     ({"ps": 0}, "--ps"),
-    ({"export_dir": "/local"}, "--export-dir must be an hdfs"),
+    ({"export_dir": "file:///local"}, "--export-dir must be on HDFS"),
     ({"model": "nofunction"}, "MODULE:FUNCTION"),
     ({"wrokers": 2}, "unknown job spec keys: wrokers"),
     ({"epochs": 2, "steps": 100}, "--epochs and --steps are exclusive"),
     ({"steps": 0}, "--steps must be positive"),
     ({"checkpoint_secs": -1}, "--checkpoint-secs must be positive"),
-    ({"python_archive": "/tmp/env.tar.gz"}, "--python-archive must be a URL"),
+    ({"python_archive": "file:///tmp/env.tar.gz"}, "--python-archive must be a URL"),
 ])
 def test_spec_validation(change, message):
     with pytest.raises(CommandError, match=message):

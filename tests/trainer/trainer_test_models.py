@@ -33,9 +33,11 @@ def make_examples(n: int, seed: int):
     return x, y
 
 
-def write_dataset(url: str, train_shards=(600, 600, 600, 600), eval_records=400, compression="gzip") -> dict:
+def write_dataset(url: str, train_shards=(600, 600, 600, 600), eval_records=400, compression="gzip",
+                  split: bool = True) -> dict:
     """A dataset as the export job writes it (shards, _SUCCESS, _tfhadoop.json), uploaded to
-    ``url`` on HDFS. Returns the manifest."""
+    ``url`` on HDFS (or written to the local folder ``url``). ``split=False``: as exported
+    without ``--split`` (no split names, no eval shard). Returns the manifest."""
     from tfhadoop.connectors.example import encode_example
     from tfhadoop.connectors.tfrecord import write_records
     from tfhadoop.trainer import hdfs_io
@@ -43,9 +45,10 @@ def write_dataset(url: str, train_shards=(600, 600, 600, 600), eval_records=400,
     local = tempfile.mkdtemp(prefix="trainer-dataset-")
     ext = {"gzip": ".tfrecord.gz", "zlib": ".tfrecord.zz", "none": ".tfrecord"}[compression]
     comp = None if compression == "none" else compression
-    n_files = len(train_shards) + (1 if eval_records else 0)
+    n_files = len(train_shards) + (1 if eval_records and split else 0)
     files = []
-    shards = [(n, "train") for n in train_shards] + ([(eval_records, "eval")] if eval_records else [])
+    shards = [(n, "train" if split else None) for n in train_shards] + \
+        ([(eval_records, "eval")] if eval_records and split else [])
     for i, (n, split) in enumerate(shards):
         name = f"part-{i:05d}-of-{n_files:05d}{ext}"
         x, y = make_examples(n, seed=i)
@@ -55,7 +58,7 @@ def write_dataset(url: str, train_shards=(600, 600, 600, 600), eval_records=400,
         files.append({"path": name, "records": n, "bytes": os.path.getsize(os.path.join(local, name)), "split": split})
     splits = {}
     for f in files:
-        s = splits.setdefault(f["split"], {"records": 0, "files": []})
+        s = splits.setdefault(f["split"] or "all", {"records": 0, "files": []})
         s["records"] += f["records"]
         s["files"].append(f["path"])
     manifest = {"format": "tfrecord", "record_type": "Example", "compression": compression, "files": files,
@@ -63,5 +66,39 @@ def write_dataset(url: str, train_shards=(600, 600, 600, 600), eval_records=400,
     with open(os.path.join(local, "_tfhadoop.json"), "w") as f:
         json.dump(manifest, f)
     open(os.path.join(local, "_SUCCESS"), "w").close()
-    hdfs_io.upload_dir(local, url)
+    if url.startswith("hdfs://"):
+        hdfs_io.upload_dir(local, url)
+    else:
+        import shutil
+
+        shutil.copytree(local, url)
     return manifest
+
+
+def unnamed_sequential():
+    """A Sequential without ``Input(name=...)``: its inputs are unknown until it is called."""
+    import tf_keras
+
+    model = tf_keras.Sequential([tf_keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse")
+    return model
+
+
+def wrong_shape():
+    """Input ``x`` of shape (3,): the dataset's ``x`` has 4 values."""
+    import tf_keras
+
+    model = tf_keras.Sequential([tf_keras.Input((3,), name="x"), tf_keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse")
+    return model
+
+
+def wrong_name():
+    """Two inputs, one of them not a feature of the dataset."""
+    import tf_keras
+
+    x, z = tf_keras.Input((4,), name="x"), tf_keras.Input((1,), name="z")
+    out = tf_keras.layers.Dense(1)(tf_keras.layers.Concatenate()([x, z]))
+    model = tf_keras.Model({"x": x, "z": z}, out)
+    model.compile(optimizer="sgd", loss="mse")
+    return model

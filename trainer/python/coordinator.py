@@ -17,6 +17,8 @@ import sys
 import time
 import traceback
 
+from tfhadoop.trainer import protocol
+
 os.environ.setdefault("GRPC_FAIL_FAST", "use_caller")
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
@@ -149,13 +151,14 @@ def run(job: dict, cluster: dict, work: str, app=None) -> dict:
         summaries.sync()
 
     epochs, max_steps, batch_size = job.get("epochs"), job.get("steps"), job["batch_size"]
-    expected = manifest.records("train")
+    train_split, eval_split = job.get("train_split", "train"), job.get("eval_split", "eval")
+    expected = manifest.records(train_split)
     wave = policy.wave_tasks(max(job.get("checkpoint_tasks", 8), 1), -(-job["task_records"] // batch_size))
     t_start = time.monotonic()
     first_step_at = None
     while not training_done(state, epochs, max_steps):
         epoch = state["epoch"]
-        tasks = plan_epoch(manifest, "train", job["task_records"], epoch=epoch, seed=job.get("seed", 0))
+        tasks = plan_epoch(manifest, train_split, job["task_records"], epoch=epoch, seed=job.get("seed", 0))
         ledger = EpochLedger.from_json(state["ledger"]) if state["ledger"] else EpochLedger(epoch, expected)
         remaining = ledger.remaining(tasks)
         while remaining and not training_done(state, epochs, max_steps):
@@ -206,13 +209,13 @@ def run(job: dict, cluster: dict, work: str, app=None) -> dict:
     metrics = {"train_seconds": time.monotonic() - t_start,
                "first_step_s": (first_step_at - t_start) if first_step_at else None, "epochs": state["history"],
                "steps": state["steps"],
-               "rejoins": rejoin_watch.rejoins}
-    if manifest.split("eval"):
+               "rejoins": rejoin_watch.rejoins, "app": getattr(app, "id", None)}
+    if eval_split and manifest.split(eval_split):
         from tfhadoop.trainer.manifest import local_name
         from tfhadoop.trainer.step import COMPRESSION, model_inputs
 
         parse = parse_fn(manifest.parse_spec, job["label"])
-        files = [local_name(s) for s in manifest.split("eval")]
+        files = [local_name(s) for s in manifest.split(eval_split)]
         ds = tf.data.TFRecordDataset(files, compression_type=COMPRESSION[manifest.compression]).batch(256).map(parse)
         ds = ds.map(lambda f, y: (model_inputs(plain, f), y))
         values = plain.evaluate(ds, verbose=0, return_dict=True)
@@ -223,8 +226,8 @@ def run(job: dict, cluster: dict, work: str, app=None) -> dict:
     plain.save(local_export, save_format="tf")
     hdfs_io.publish_dir(local_export, job["export_dir"])
     summaries.sync()
-    hdfs_io.write_bytes(f"{ckpt_url}/metrics.json", json.dumps(metrics, indent=1).encode())
-    progress.put("metrics", metrics)
+    hdfs_io.write_bytes(protocol.job_file(ckpt_url, protocol.METRICS_FILE), json.dumps(metrics, indent=1).encode())
+    progress.put(protocol.KV_METRICS, metrics)
     return metrics
 
 

@@ -42,6 +42,19 @@ def write_bytes(url: str, data: bytes) -> None:
     client.rename(tmp, path, overwrite=True)
 
 
+def append_bytes(url: str, data: bytes) -> None:
+    """Append ``data`` to the file at ``url``, creating it (and its folder) if missing: an
+    append-only log costs one small write per entry, not a rewrite of the whole file."""
+    client, path = _client(url)
+    try:
+        writer = client.append(path)
+    except FileNotFoundError:
+        client.mkdirs(os.path.dirname(path), create_parent=True)
+        writer = client.create(path)
+    with writer as f:
+        f.write(data)
+
+
 def read_bytes(url: str) -> bytes:
     client, path = _client(url)
     with client.read(path) as f:

@@ -15,7 +15,8 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass, field, fields
 
-from tfhadoop.cli import CommandError
+from tfhadoop.errors import CommandError
+from tfhadoop.trainer import protocol
 
 
 def mebibytes(value) -> int:
@@ -42,6 +43,8 @@ class JobSpec:
     checkpoint_dir: str
     export_dir: str
     label: str = "label"
+    train_split: str | None = "train"  # None: every record (a dataset exported without --split)
+    eval_split: str | None = "eval"  # None: no evaluation at the end
     workers: int = 2
     min_workers: int = 1
     ps: int = 1
@@ -84,16 +87,18 @@ class JobSpec:
                 raise CommandError(f"--{name.replace('_', '-')} must be positive, got {value}")
         if self.python is None:
             self.python = "./env/bin/python" if self.python_archive else sys.executable
-        if self.python_archive and not str(self.python_archive).startswith(("hdfs://", "viewfs://", "s3a://")):
+        if self.python_archive and not str(self.python_archive).startswith(("hdfs:", "viewfs:", "s3a:", "/")):
             raise CommandError(f"--python-archive must be a URL on the cluster's file system (hdfs://...), "
                                f"got {self.python_archive!r}")
         if not 1 <= self.min_workers <= self.workers:
             raise CommandError(f"--min-workers must be between 1 and --workers ({self.workers})")
         if self.ps < 1:
             raise CommandError("--ps must be at least 1")
-        for name in ("checkpoint_dir", "export_dir"):
-            if not str(getattr(self, name)).startswith("hdfs://"):
-                raise CommandError(f"--{name.replace('_', '-')} must be an hdfs:// URL")
+        for name in ("checkpoint_dir", "export_dir"):  # hdfs:///x, /x and x are qualified at submit
+            if re.match(r"[a-z][a-z0-9+.-]*:", str(getattr(self, name))) and \
+                    not str(getattr(self, name)).startswith(("hdfs:", "viewfs:")):
+                raise CommandError(f"--{name.replace('_', '-')} must be on HDFS (hdfs://..., /path or path), "
+                                   f"got {getattr(self, name)!r}")
         if ":" not in self.model:
             raise CommandError(f"--model must be MODULE:FUNCTION, got {self.model!r}")
         return self
@@ -167,33 +172,29 @@ def application_spec(job: JobSpec, manifest, job_file: str, code: dict | None = 
         name=job.name, queue=job.queue, max_attempts=1,
         master=skein.Master(resources=skein.Resources(memory=mebibytes(job.master_memory), vcores=1),
                             script=f"{job.python} -m tfhadoop.trainer.master",
-                            files={"job.json": skein.File(source=job_file, type="file"), **files("eval"), **packed},
+                            files={"job.json": skein.File(source=job_file, type="file"),
+                                   **(files(job.eval_split) if job.eval_split else {}), **packed},
                             env=env),
         services={
             "ps": skein.Service(instances=0, max_restarts=0, allow_failures=True, script=role, env=env, files=packed,
                                 resources=skein.Resources(memory=mebibytes(job.ps_memory), vcores=1)),
             "worker": skein.Service(instances=0, max_restarts=0, allow_failures=True, script=role, env=env,
-                                    files={**files("train"), **packed},
+                                    files={**files(job.train_split), **packed},
                                     resources=skein.Resources(memory=mebibytes(job.worker_memory),
                                                               vcores=job.worker_vcores, gpus=job.worker_gpus)),
         })
 
 
-def submit(job: JobSpec, client=None) -> str:
-    """Submit ``job``; returns the YARN application id."""
+def submit(job: JobSpec, client=None, validate_model: bool = True, notice=print) -> str:
+    """Check ``job`` (``validate``: paths, dataset, outputs and, unless ``validate_model`` is
+    False, the model on one batch), then submit it; returns the YARN application id."""
     import skein
 
     from tfhadoop import hadoop
-    from tfhadoop.trainer.manifest import ManifestError, load
+    from tfhadoop.trainer.validate import validate_job
 
-    hadoop.use_cluster()
-    try:
-        manifest = load(job.data)
-    except ManifestError as exc:
-        raise CommandError(str(exc)) from exc
-    if job.label not in manifest.parse_spec.get("features", {}):
-        raise CommandError(f"label {job.label!r} is not a column of {job.data} "
-                           f"({', '.join(sorted(manifest.parse_spec.get('features', {})))})")
+    conf = hadoop.use_cluster()
+    manifest = validate_job(job, conf, model=validate_model, notice=notice)
     folder = tempfile.mkdtemp(prefix="tfhadoop-job-")
     job_file = os.path.join(folder, "job.json")
     with open(job_file, "w") as f:
@@ -202,10 +203,22 @@ def submit(job: JobSpec, client=None) -> str:
     own = client is None
     client = client or skein.Client()
     try:
-        return client.submit(spec)
+        app_id = client.submit(spec)
     finally:
         if own:
             client.close()
+    record_submission(conf, app_id, job)
+    return app_id
+
+
+def record_submission(conf, app_id: str, job: JobSpec) -> None:
+    """The job's spec in its directory (what a later run of the same directory must match to
+    resume) and the user's registry entry (how ``status``/``follow`` find the directory)."""
+    from tfhadoop.trainer import hdfs_io, jobdir
+
+    spec = {**asdict(job), "app": app_id}
+    hdfs_io.write_bytes(protocol.job_file(job.checkpoint_dir, protocol.JOB_FILE), json.dumps(spec).encode())
+    jobdir.register(conf.default_fs, app_id, asdict(job))
 
 
 def _kv(app, key):
@@ -216,45 +229,53 @@ def _kv(app, key):
     return json.loads(value.decode()) if value else None
 
 
-def follow(app_id: str, out=sys.stdout, poll: float = 2.0, client=None) -> dict:
-    """Print progress until the application ends; returns the final report fields and the
-    events and metrics read from the key-value store before it went away."""
+def follow(app_id: str, job_dir: str, out=sys.stdout, poll: float = 2.0, client=None, display=None) -> dict:
+    """Show progress and events (``display``: a :class:`console.Display`) until the application
+    ends. While it runs they come from the key-value store; once it ended, the events, metrics
+    and result come from the job directory on HDFS (``protocol``), where the master wrote them
+    before it shut down, so nothing depends on catching the master before it exits."""
     import contextlib
 
     import skein
 
-    last, seen_events, state = None, 0, {"events": [], "metrics": None, "result": None}
-    with (contextlib.nullcontext(client) if client else skein.Client()) as client:
-        app = None
-        while True:
-            report = client.application_report(app_id)
-            if str(report.state) in ("FINISHED", "FAILED", "KILLED"):
-                break
-            if str(report.state) == "RUNNING":
-                if app is None:
-                    try:
-                        app = client.connect(app_id, wait=False)
-                    except Exception:  # noqa: BLE001 - AM not reachable yet
-                        app = None
-                if app is not None:
-                    progress = _kv(app, "progress")
-                    alive = _kv(app, "workers_alive")
-                    events = _kv(app, "events") or []
-                    for e in events[seen_events:]:
-                        print(f"  event {e['event']}: " + ", ".join(f"{k}={v}" for k, v in e.items()
-                                                                   if k not in ("event", "time", "cluster")), file=out)
-                    seen_events = len(events)
-                    state["events"] = events
-                    state["metrics"] = _kv(app, "metrics") or state["metrics"]
-                    state["result"] = _kv(app, "result") or state["result"]
-                    if progress and progress != last:
-                        print(f"epoch {progress['epoch']}: {progress['examples']}/{progress['expected']} examples, "
-                              f"step {progress['steps']}, {progress['examples_per_s']} examples/s, "
-                              f"workers alive {alive}", file=out, flush=True)
-                        last = progress
-            time.sleep(poll)
-    state.update(state=str(report.state), final_status=str(report.final_status), diagnostics=report.diagnostics)
-    return state
+    from tfhadoop.trainer import jobdir
+    from tfhadoop.trainer.console import Display
+
+    display = display or Display({}, out)
+    last, seen_events = None, 0
+    try:
+        with (contextlib.nullcontext(client) if client else skein.Client()) as client:
+            app = None
+            while True:
+                report = client.application_report(app_id)
+                if str(report.state) in protocol.FINAL_STATES:
+                    break
+                if str(report.state) == "RUNNING":
+                    if app is None:
+                        try:
+                            app = client.connect(app_id, wait=False)
+                        except Exception:  # noqa: BLE001 - AM not reachable yet
+                            app = None
+                    if app is not None:
+                        progress = _kv(app, protocol.KV_PROGRESS)
+                        events = _kv(app, protocol.KV_EVENTS) or []
+                        for e in events[seen_events:]:
+                            display.event(e)
+                        seen_events = max(seen_events, len(events))
+                        if progress and progress != last:
+                            display.progress(progress, _kv(app, protocol.KV_WORKERS_ALIVE))
+                            last = progress
+                time.sleep(poll)
+        events = jobdir.events(job_dir, app_id)
+        for e in events[seen_events:]:
+            display.event(e)
+    finally:
+        display.close()
+    metrics = jobdir.metrics(job_dir)
+    if metrics and metrics.get("app") not in (None, app_id):
+        metrics = None  # another run's
+    return {"events": events, "metrics": metrics, "result": jobdir.result(job_dir, app_id),
+            "state": str(report.state), "final_status": str(report.final_status), "diagnostics": report.diagnostics}
 
 
 def tracking_url(client, conf, app_id: str) -> str:

@@ -1,10 +1,10 @@
 """``tfhadoop status|logs|kill APP`` for training applications."""
 from __future__ import annotations
 
-import json
 import sys
+import time
 
-from tfhadoop.cli import CommandError
+from tfhadoop.errors import CommandError
 
 
 def _client():
@@ -13,34 +13,153 @@ def _client():
     from tfhadoop import hadoop
 
     hadoop.use_cluster()
-    return skein.Client()
+    return skein.Client(log=False)
+
+
+def _report(client, app_id: str):
+    try:
+        return client.application_report(app_id)
+    except Exception as exc:
+        raise CommandError(f"no application {app_id} on this cluster") from exc
+
+
+def _live(client, app_id: str) -> dict:
+    """Progress, workers and containers of a running job from its key-value store."""
+    from tfhadoop.trainer import protocol
+    from tfhadoop.trainer.job import _kv
+
+    try:
+        app = client.connect(app_id, wait=False)
+    except Exception:  # noqa: BLE001 - the master is not up (yet, or any more)
+        return {}
+    containers = []
+    try:
+        for c in app.get_containers(services=["ps", "worker"]):
+            containers.append({"service": c.service_name, "id": c.id, "yarn": c.yarn_container_id,
+                               "host": c.yarn_node_http_address, "state": str(c.state)})
+    except Exception:  # noqa: BLE001 - gone meanwhile
+        pass
+    return {"progress": _kv(app, protocol.KV_PROGRESS), "workers_alive": _kv(app, protocol.KV_WORKERS_ALIVE),
+            "events": _kv(app, protocol.KV_EVENTS), "containers": containers}
+
+
+def job_status(client, conf, app_id: str) -> dict:
+    """Everything known about a training job, running or finished: YARN's report, the live
+    key-value store while it runs, and the durable files of its job directory."""
+    from tfhadoop.trainer import jobdir, protocol
+
+    report = _report(client, app_id)
+    entry = jobdir.lookup(conf.default_fs, app_id) or {}
+    job_dir = entry.get("job_dir")
+    out = {"app": app_id, "name": report.name, "state": str(report.state), "final_status": str(report.final_status),
+           "queue": report.queue, "diagnostics": report.diagnostics, "job": entry.get("job") or {}, "job_dir": job_dir,
+           "events": [], "metrics": None, "result": None, "progress": None, "containers": []}
+    if str(report.state) == "RUNNING":
+        out.update({k: v for k, v in _live(client, app_id).items() if v})
+    if job_dir:
+        durable = jobdir.events(job_dir, app_id)
+        if len(durable) >= len(out["events"] or []):
+            out["events"] = durable
+        metrics = jobdir.metrics(job_dir)
+        out["metrics"] = metrics if metrics and metrics.get("app") in (None, app_id) else None
+        out["result"] = jobdir.result(job_dir, app_id)
+        if out["progress"] is None and str(report.state) in protocol.FINAL_STATES:
+            state = jobdir.latest_state(job_dir)
+            if state:
+                out["progress"] = {"epoch": state.get("epoch"), "steps": state.get("steps"), "checkpoint": True}
+    return out
 
 
 def status(args) -> int:
     from tfhadoop import hadoop
+    from tfhadoop.trainer.console import format_event
+    from tfhadoop.trainer.job import tracking_url
 
     with _client() as client:
-        try:
-            report = client.application_report(args.app)
-        except Exception as exc:
-            raise CommandError(f"no application {args.app}: {exc}") from exc
-        print(f"{report.id} {report.name} {report.state} {report.final_status} queue={report.queue}")
-        from tfhadoop.trainer.job import tracking_url
-
-        print(f"tracking URL {tracking_url(client, hadoop.load_conf(), args.app)}")
-        if str(report.state) == "RUNNING":
-            app = client.connect(args.app, wait=False)
-            for key in ("progress", "workers_alive", "metrics"):
-                if key in app.kv:
-                    print(f"{key}: {app.kv[key].decode()}")
-            events = json.loads(app.kv["events"].decode()) if "events" in app.kv else []
+        conf = hadoop.load_conf()
+        st = job_status(client, conf, args.app)
+        url = tracking_url(client, conf, args.app)
+    print(f"{st['app']} {st['name']} {st['state']} {st['final_status']} queue={st['queue']}")
+    print(f"tracking URL {url}")
+    if st["job_dir"]:
+        job = st["job"]
+        print(f"job: model {job.get('model')}, data {job.get('data')}, workers {job.get('workers')}, "
+              f"ps {job.get('ps')}; job dir {st['job_dir']}")
+    p = st["progress"]
+    if p:
+        if p.get("checkpoint"):
+            print(f"progress: last checkpoint at epoch {p['epoch']}, step {p['steps']}")
         else:
-            events = []
-            if report.diagnostics:
-                print(f"diagnostics: {report.diagnostics}")
-        for e in events:
-            print(json.dumps(e))
+            print(f"progress: epoch {p['epoch']}, {p['examples']}/{p['expected']} examples, step {p['steps']}, "
+                  f"{p['examples_per_s']} examples/s, workers alive {st.get('workers_alive')}")
+    for c in st["containers"]:
+        print(f"  {c['service']:6} {c['id']:10} {c['state']:9} {c['yarn']} on {c['host']}")
+    if st["events"]:
+        print("events:")
+        for e in st["events"]:
+            print("  " + format_event(e))
+    if st["metrics"] and st["metrics"].get("eval"):
+        print("eval metrics: " + ", ".join(f"{k} {v:.4g}" for k, v in st["metrics"]["eval"].items()))
+    if st["state"] in ("FINISHED", "FAILED", "KILLED"):
+        result = st["result"] or {}
+        diag = result.get("diagnostics") or st["diagnostics"]
+        if diag:
+            print(f"diagnostics: {diag}")
+    if getattr(args, "html", None):
+        from tfhadoop.trainer.report import render
+
+        with open(args.html, "w") as f:
+            f.write(render(st))
+        print(f"report written to {args.html}")
     return 0
+
+
+def follow_cmd(args) -> int:
+    from tfhadoop import hadoop
+    from tfhadoop.trainer import console, jobdir, protocol
+    from tfhadoop.trainer.train_cli import follow_to_end
+
+    conf = hadoop.use_cluster()
+    entry = jobdir.lookup(conf.default_fs, args.app)
+    if not entry:
+        raise CommandError(f"{args.app} is not a training job submitted by {protocol.user()} "
+                           "(not in the job registry)")
+    log = None if args.verbose else console.log_path()
+    console.route_logging(args.verbose, log)
+    with console.skein_client(args.verbose, log) as client:
+        _report(client, args.app)
+        return follow_to_end(args.app, entry["job"], client, log)
+
+
+def jobs(args) -> int:
+    from tfhadoop import hadoop
+    from tfhadoop.trainer import jobdir
+
+    conf = hadoop.use_cluster()
+    entries = jobdir.entries(conf.default_fs)
+    if not entries:
+        print("no training jobs")
+        return 0
+    with _client() as client:
+        for e in entries[:args.limit]:
+            try:
+                report = client.application_report(e["app"])
+                state = f"{report.state}/{report.final_status}" if str(report.state) in ("FINISHED", "FAILED", "KILLED") \
+                    else str(report.state)
+            except Exception:  # noqa: BLE001 - the RM forgot it (restarted cluster)
+                state = "UNKNOWN"
+            st = jobdir.latest_state(e["job_dir"]) or {}
+            age = _age(time.time() - e.get("submitted", time.time()))
+            print(f"{e['app']}  {state:18} epoch {st.get('epoch', 0)} step {st.get('steps', 0):<7} {age:>5} ago  "
+                  f"{e['job'].get('name')}  {e['job'].get('model')}")
+    return 0
+
+
+def _age(seconds: float) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{int(seconds // size)}{unit}"
+    return f"{int(seconds)}s"
 
 
 def logs(args) -> int:
@@ -63,6 +182,10 @@ def logs(args) -> int:
 
 def kill(args) -> int:
     with _client() as client:
+        report = _report(client, args.app)
+        if str(report.state) in ("FINISHED", "FAILED", "KILLED"):
+            print(f"{args.app} had already finished: {report.state}, final status {report.final_status}")
+            return 0
         client.kill_application(args.app)
     print(f"killed {args.app}")
     return 0
@@ -71,7 +194,20 @@ def kill(args) -> int:
 def register_status(subparsers) -> None:
     p = subparsers.add_parser("status", help="state, progress and events of a training application")
     p.add_argument("app")
+    p.add_argument("--html", metavar="FILE", help="also write the job page (a static HTML report) to FILE")
     p.set_defaults(func=status)
+
+
+def register_follow(subparsers) -> None:
+    p = subparsers.add_parser("follow", help="follow a training job to its end (Ctrl-C detaches)")
+    p.add_argument("app")
+    p.set_defaults(func=follow_cmd)
+
+
+def register_jobs(subparsers) -> None:
+    p = subparsers.add_parser("jobs", help="this user's training jobs, newest first")
+    p.add_argument("--limit", type=int, default=20, help="at most this many (default 20)")
+    p.set_defaults(func=jobs)
 
 
 def register_logs(subparsers) -> None:

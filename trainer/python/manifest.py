@@ -18,7 +18,7 @@ class ShardFile:
     path: str  # relative to the dataset directory
     records: int
     bytes: int
-    split: str
+    split: str | None  # None: the dataset was exported without splits
 
 
 @dataclass(frozen=True)
@@ -29,10 +29,15 @@ class Manifest:
     parse_spec: dict
     raw: dict
 
-    def split(self, name: str) -> list[ShardFile]:
-        return [f for f in self.files if f.split == name]
+    def split(self, name: str | None) -> list[ShardFile]:
+        """The files of split ``name``; None: every file (a dataset exported without splits)."""
+        return [f for f in self.files if name is None or f.split == name]
 
-    def records(self, split: str) -> int:
+    def split_names(self) -> list[str]:
+        """The named splits, in file order; empty for a dataset exported without ``--split``."""
+        return list(dict.fromkeys(f.split for f in self.files if f.split))
+
+    def records(self, split: str | None) -> int:
         return sum(f.records for f in self.split(split))
 
 
@@ -42,7 +47,7 @@ def _read_text(url: str) -> str:
 
         with filesystem(url).open_read(url) as f:
             return f.read().decode("utf-8")
-    with open(url, encoding="utf-8") as f:
+    with open(url.removeprefix("file://"), encoding="utf-8") as f:
         return f.read()
 
 

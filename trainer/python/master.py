@@ -34,33 +34,54 @@ import sys
 import time
 
 from tfhadoop.ports import free_port
+from tfhadoop.trainer import protocol
 
 REPLACE_BACKOFF_MAX_S = 30  # a slot whose containers keep failing waits 2, 4, ... up to this many s
 CLUSTER_ERRORS = ("UnavailableError", "AbortedError", "CancelledError", "DeadlineExceededError")
 
 
 class EventLog:
-    def __init__(self, app, checkpoint_dir: str):
-        self.app, self.url, self.events = app, checkpoint_dir.rstrip("/") + "/events.jsonl", []
+    """Every failure and recovery: live in the key-value store (``events``) for the client, and
+    appended line by line to ``<job_dir>/events.jsonl`` on HDFS, which outlives the application.
+    Each event carries the application id: a resumed job appends to the same log."""
+
+    def __init__(self, app, job_dir: str, app_id: str | None = None):
+        self.app, self.url, self.events = app, protocol.job_file(job_dir, protocol.EVENTS_FILE), []
+        self.app_id = app_id
 
     def add(self, kind: str, **fields) -> dict:
         event = {"time": time.time(), "event": kind, **fields}
+        if self.app_id:
+            event["app"] = self.app_id
         self.events.append(event)
         print("event:", json.dumps(event), flush=True)
-        self.app.kv["events"] = json.dumps(self.events).encode()
+        self.app.kv[protocol.KV_EVENTS] = json.dumps(self.events).encode()
         try:
             from tfhadoop.trainer import hdfs_io
 
-            hdfs_io.write_bytes(self.url, "".join(json.dumps(e) + "\n" for e in self.events).encode())
+            hdfs_io.append_bytes(self.url, (json.dumps(event) + "\n").encode())
         except Exception as exc:  # noqa: BLE001 - the key-value store still has the events
-            print(f"cannot write {self.url}: {exc}", flush=True)
+            print(f"cannot append to {self.url}: {exc}", flush=True)
         return event
+
+    def rewrite(self) -> None:
+        """Replace this application's lines by ``self.events`` (after details were added to past
+        events), keeping other applications' lines; written whole, then renamed over."""
+        from tfhadoop.trainer import hdfs_io
+
+        try:
+            old = hdfs_io.read_bytes(self.url).decode().splitlines() if hdfs_io.exists(self.url) else []
+            kept = [line for line in old if line.strip() and json.loads(line).get("app") != self.app_id]
+            hdfs_io.write_bytes(self.url, "".join(line + "\n" for line in kept + [json.dumps(e) for e in self.events])
+                                .encode())
+        except Exception as exc:  # noqa: BLE001 - the appended log stays as it was
+            print(f"cannot rewrite {self.url}: {exc}", flush=True)
 
 
 class Master:
     def __init__(self, app, job: dict, work: str):
         self.app, self.job, self.work = app, job, work
-        self.events = EventLog(app, job["checkpoint_dir"])
+        self.events = EventLog(app, job["checkpoint_dir"], getattr(app, "id", None))
         self.ports = {("ps", i): free_port() for i in range(job["ps"])}
         self.ports.update({("worker", i): free_port() for i in range(job["workers"])})
         self.containers: dict[str, tuple[str, int]] = {}  # skein container id -> (role, slot)
@@ -372,8 +393,20 @@ class Master:
                 self.spawn_coordinator()
 
 
-def enrich_exit_statuses(events: EventLog, app_id: str) -> None:
-    """Add YARN's exit status (-102 preempted, ...) to the container_lost events."""
+def write_result(job_dir: str, app_id: str, status: str, diagnostics: str) -> None:
+    """``result.json`` in the job directory, BEFORE the master shuts down: the client reads the
+    outcome there once the application (and its key-value store) is gone."""
+    from tfhadoop.trainer import hdfs_io
+
+    result = {"app": app_id, "status": status, "diagnostics": diagnostics, "time": time.time()}
+    try:
+        hdfs_io.write_bytes(protocol.job_file(job_dir, protocol.RESULT_FILE), json.dumps(result).encode())
+    except Exception as exc:  # noqa: BLE001 - YARN's diagnostics still carry the outcome
+        print(f"cannot write {protocol.RESULT_FILE}: {exc}", flush=True)
+
+
+def enrich_exit_statuses(events: EventLog, app_id: str) -> bool:
+    """Add YARN's exit status (-102 preempted, ...) to the container_lost events; True if any."""
     try:
         from tfhadoop.hadoop import load_conf
         from tfhadoop.yarn.history import container_exits
@@ -381,10 +414,13 @@ def enrich_exit_statuses(events: EventLog, app_id: str) -> None:
         exits = {e.container_id: e for e in container_exits(load_conf(), app_id)}
     except Exception as exc:  # noqa: BLE001 - statuses are extra detail
         print(f"no exit statuses from the timeline service: {exc}", flush=True)
-        return
+        return False
+    changed = False
     for e in events.events:
         if e.get("event") == "container_lost" and e.get("yarn_container") in exits:
             e["exit_status"] = exits[e["yarn_container"]].exit_status
+            changed = True
+    return changed
 
 
 def main() -> int:
@@ -400,9 +436,11 @@ def main() -> int:
     except Exception as exc:  # noqa: BLE001 - reported as the application's diagnostics
         status, diagnostics = "FAILED", f"{type(exc).__name__}: {exc}"
     master.stop_coordinator()
-    enrich_exit_statuses(master.events, app.id)
+    if enrich_exit_statuses(master.events, app.id):
+        master.events.rewrite()
     master.events.add("finished", status=status, diagnostics=diagnostics[:4000])
-    app.kv["result"] = json.dumps({"status": status, "diagnostics": diagnostics}).encode()
+    write_result(job["checkpoint_dir"], app.id, status, diagnostics)
+    app.kv[protocol.KV_RESULT] = json.dumps({"status": status, "diagnostics": diagnostics}).encode()
     app.shutdown(status, diagnostics=diagnostics[:4000])
     return 0
 

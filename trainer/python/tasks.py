@@ -24,7 +24,7 @@ class Task:
     count: int  # records in the range
 
 
-def plan_epoch(manifest: Manifest, split: str = "train", task_records: int = 1000,
+def plan_epoch(manifest: Manifest, split: str | None = "train", task_records: int = 1000,
                epoch: int = 0, shuffle: bool = True, seed: int = 0) -> list[Task]:
     """The tasks of one epoch: every record of ``split`` in exactly one task, in an order
     shuffled per epoch (deterministic for a seed, so a restarted coordinator plans the same)."""

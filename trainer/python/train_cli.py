@@ -1,14 +1,14 @@
 """``tfhadoop train``: submit a training job (flags or a YAML job spec) and follow it to the end."""
 from __future__ import annotations
 
-import sys
-
-from tfhadoop.cli import CommandError
+from tfhadoop.errors import CommandError
 
 FLAGS = [  # (flag, type, help)
     ("--model", str, "MODULE:FUNCTION returning a compiled tf-keras model"),
     ("--data", str, "dataset directory with a _tfhadoop.json manifest (hdfs://...)"),
     ("--label", str, "label column (default: label)"),
+    ("--train-split", str, "split to train on (default: train; a dataset without splits: all records)"),
+    ("--eval-split", str, "split evaluated at the end (default: eval, skipped with a notice if absent)"),
     ("--workers", int, "worker containers (default 2)"),
     ("--min-workers", int, "keep training while at least this many workers are alive (default 1)"),
     ("--ps", int, "parameter servers (default 1)"),
@@ -49,6 +49,8 @@ def register(subparsers) -> None:
     p.add_argument("--python-path", action="append", default=None,
                    help="directory with the model's code, shipped to every container and put on PYTHONPATH (repeatable)")
     p.add_argument("--detach", action="store_true", help="print the application id and return")
+    p.add_argument("--no-validate", action="store_true",
+                   help="skip the submit-time model check (import, build, one forward pass on a batch)")
     p.set_defaults(func=run)
 
 
@@ -74,25 +76,39 @@ def job_from_args(args):
 
 
 def run(args) -> int:
-    import skein
+    from dataclasses import asdict
 
     from tfhadoop import hadoop
-    from tfhadoop.trainer.job import follow, submit, tracking_url
+    from tfhadoop.trainer import console
+    from tfhadoop.trainer.job import submit, tracking_url
 
     job = job_from_args(args)
     conf = hadoop.use_cluster()
-    with skein.Client(log_level="warn") as client:  # one driver for submit and follow
-        app_id = submit(job, client=client)
+    log = None if args.verbose else console.log_path()
+    console.route_logging(args.verbose, log)
+    with console.stderr_to(log):  # TensorFlow's and Java's start-up lines, unless -v
+        client = console.skein_client(args.verbose, log)
+    with client:  # one driver for submit and follow
+        with console.stderr_to(log):
+            app_id = submit(job, client=client, validate_model=not args.no_validate,
+                            notice=lambda text: print(text, flush=True))
         print(f"application {app_id}\ntracking URL {tracking_url(client, conf, app_id)}", flush=True)
         if args.detach:
+            print(f"detached: tfhadoop follow {app_id} | status {app_id} | kill {app_id}")
             return 0
-        state = follow(app_id, client=client)
-    if state["metrics"]:
-        print("metrics:", state["metrics"].get("eval") or state["metrics"].get("epochs"))
-    if state["final_status"] != "SUCCEEDED":
-        diag = (state["result"] or {}).get("diagnostics") or state["diagnostics"]
-        print(f"training FAILED ({state['state']}): {diag}", file=sys.stderr)
-        return 1
-    print(f"training SUCCEEDED: SavedModel at {job.export_dir}")
-    return 0
+        return follow_to_end(app_id, asdict(job), client, log)
 
+
+def follow_to_end(app_id: str, job: dict, client, log: str | None) -> int:
+    """Follow with the console display; Ctrl-C detaches (the job keeps running); the summary."""
+    from tfhadoop.trainer import console
+    from tfhadoop.trainer.job import follow
+
+    display = console.Display(job)
+    try:
+        state = follow(app_id, job["checkpoint_dir"], client=client, display=display)
+    except KeyboardInterrupt:
+        display.close()
+        print(f"\ndetached from {app_id}; it keeps running: tfhadoop follow {app_id} | kill {app_id}")
+        return 0
+    return console.summary(state, job, app_id, log)

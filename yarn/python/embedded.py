@@ -18,7 +18,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from tfhadoop.cli import CommandError
+from tfhadoop.errors import CommandError
 from tfhadoop.hadoop import HadoopConf, default_state_dir, jars_dir, java_executable, java_home
 from tfhadoop.ports import free_port, port_is_free
 

@@ -12,7 +12,7 @@ import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 
-from tfhadoop.cli import CommandError
+from tfhadoop.errors import CommandError
 from tfhadoop.hadoop import HadoopConf
 
 PREEMPTED = -102  # ContainerExitStatus.PREEMPTED

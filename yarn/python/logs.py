@@ -10,7 +10,7 @@ import subprocess
 import time
 
 from tfhadoop import hadoop
-from tfhadoop.cli import CommandError
+from tfhadoop.errors import CommandError
 
 
 def application_logs(app_id: str, container_id: str | None = None, wait: float = 60.0) -> str:

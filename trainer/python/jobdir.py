@@ -1,0 +1,73 @@
+"""The client's view of a job's durable files (see ``protocol``): the per-user registry that maps
+an application id to its job directory, and readers of the event log, metrics and result there.
+What a finished job reports comes from here, not from the key-value store that died with it."""
+from __future__ import annotations
+
+import json
+import time
+
+from tfhadoop.trainer import hdfs_io, protocol
+
+
+def register(default_fs: str, app_id: str, job: dict) -> None:
+    """Remember ``app_id`` -> job directory and spec, for ``status``/``follow``/``jobs``."""
+    entry = {"app": app_id, "job_dir": job["checkpoint_dir"], "submitted": time.time(), "job": job}
+    hdfs_io.write_bytes(f"{protocol.registry_dir(default_fs)}/{app_id}.json", json.dumps(entry).encode())
+
+
+def lookup(default_fs: str, app_id: str) -> dict | None:
+    """The registry entry of ``app_id``; None if this user did not submit it from tfhadoop."""
+    try:
+        return json.loads(hdfs_io.read_bytes(f"{protocol.registry_dir(default_fs)}/{app_id}.json"))
+    except (FileNotFoundError, ValueError):
+        return None
+
+
+def entries(default_fs: str) -> list[dict]:
+    """All of this user's registered jobs, newest first."""
+    out = []
+    for name in hdfs_io.list_names(protocol.registry_dir(default_fs)):
+        if name.endswith(".json"):
+            entry = lookup(default_fs, name[:-len(".json")])
+            if entry:
+                out.append(entry)
+    return sorted(out, key=lambda e: e.get("submitted", 0), reverse=True)
+
+
+def _json(job_dir: str, name: str):
+    try:
+        return json.loads(hdfs_io.read_bytes(protocol.job_file(job_dir, name)))
+    except (FileNotFoundError, ValueError):
+        return None
+
+
+def events(job_dir: str, app_id: str | None = None) -> list[dict]:
+    """The event log; only ``app_id``'s events when given (a resumed job shares the log)."""
+    try:
+        text = hdfs_io.read_bytes(protocol.job_file(job_dir, protocol.EVENTS_FILE)).decode()
+    except FileNotFoundError:
+        return []
+    out = []
+    for line in text.splitlines():
+        try:
+            e = json.loads(line)
+        except ValueError:
+            continue  # a line cut by a master that died while appending
+        if app_id is None or e.get("app") in (None, app_id):
+            out.append(e)
+    return out
+
+
+def metrics(job_dir: str) -> dict | None:
+    return _json(job_dir, protocol.METRICS_FILE)
+
+
+def result(job_dir: str, app_id: str | None = None) -> dict | None:
+    """``result.json`` if it is ``app_id``'s (a later run of the same directory overwrites it)."""
+    r = _json(job_dir, protocol.RESULT_FILE)
+    return r if r and (app_id is None or r.get("app") == app_id) else None
+
+
+def latest_state(job_dir: str) -> dict | None:
+    """The training state of the newest complete checkpoint (epoch, steps, ...), or None."""
+    return _json(job_dir, protocol.LATEST_STATE)

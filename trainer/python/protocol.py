@@ -1,0 +1,58 @@
+"""Names shared by the client, the job master, the coordinator and the role containers: one place
+for the files of a job directory on HDFS, the Skein key-value keys and the environment variables.
+
+The job directory is ``--checkpoint-dir``. What must outlive the application master (Skein's
+key-value store dies with it) is a file there, written before the master shuts down:
+
+- ``job.json``      the job spec, written by the client at submit (checked when a job resumes)
+- ``events.jsonl``  the event log, one JSON object a line, appended as events happen
+- ``metrics.json``  final metrics, written by the coordinator before it exits
+- ``result.json``   final status and diagnostics, written by the master before ``shutdown``
+
+Each user's jobs are listed in ``/user/<user>/.tfhadoop/jobs/<application id>.json`` (the job
+directory and the spec), so that ``status``, ``follow`` and ``jobs`` find a finished job's files.
+"""
+from __future__ import annotations
+
+import getpass
+import os
+
+# -- files in the job directory ----------------------------------------------------------------
+JOB_FILE = "job.json"
+EVENTS_FILE = "events.jsonl"
+METRICS_FILE = "metrics.json"
+RESULT_FILE = "result.json"
+LATEST_STATE = "latest/state.json"  # the newest complete checkpoint's training state
+TENSORBOARD_DIR = "tensorboard"
+
+# -- Skein key-value store (live while the application runs) ----------------------------------
+KV_PROGRESS = "progress"
+KV_WORKERS_ALIVE = "workers_alive"
+KV_EVENTS = "events"
+KV_METRICS = "metrics"
+KV_RESULT = "result"
+KV_REJOINS = "rejoins"
+KV_CLUSTER = "cluster"
+KV_ADDR = "addr/"  # addr/<role>/<slot>: host:port a server listens on
+KV_UP = "up/"  # up/<role>/<slot>: the server serves
+
+# -- environment of the role containers -------------------------------------------------------
+ENV_ROLE = "TFH_ROLE"
+ENV_SLOT = "TFH_SLOT"
+ENV_PORT = "TFH_PORT"
+ENV_GPUS = "TFH_GPUS"
+
+FINAL_STATES = ("FINISHED", "FAILED", "KILLED")
+
+
+def job_file(job_dir: str, name: str) -> str:
+    return f"{job_dir.rstrip('/')}/{name}"
+
+
+def user() -> str:
+    return os.environ.get("HADOOP_USER_NAME") or getpass.getuser()
+
+
+def registry_dir(default_fs: str) -> str:
+    """Where this user's training jobs are listed (one small JSON per application)."""
+    return f"{default_fs.rstrip('/')}/user/{user()}/.tfhadoop/jobs"

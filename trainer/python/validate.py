@@ -1,0 +1,231 @@
+"""Submit-time checks of a training job: every mistake that would otherwise fail inside YARN
+minutes later (a path YARN cannot localize, a split or label that is not there, an export that
+would be refused at the end, another job's checkpoints, a model that cannot be imported or does
+not fit the dataset) is an error here, in the client, before anything is submitted.
+
+The model check imports the model's module with the job's ``--python-path``, builds it, matches
+its inputs to the manifest's features and runs one forward pass and loss on a small batch read
+from the first train shard (``--no-validate`` skips this part).
+"""
+from __future__ import annotations
+
+import importlib
+import itertools
+import json
+import os
+import sys
+from urllib.parse import urlparse
+
+from tfhadoop.errors import ValidationError
+from tfhadoop.trainer import protocol
+
+CLUSTER_SCHEMES = ("hdfs", "viewfs")
+
+
+def qualify(path: str, default_fs: str, flag: str, local_ok: bool = False) -> str:
+    """``hdfs:///x``, ``/x`` and ``x`` (relative to ``/user/<user>``) as full URLs of the cluster's
+    file system, as Hadoop's own tools resolve them; a URL with a host is kept. ``file://`` is
+    taken only where ``local_ok``."""
+    parsed = urlparse(path)
+    fs = urlparse(default_fs)
+    if parsed.scheme == "file":
+        if local_ok:
+            return path
+        raise ValidationError(f"{flag} {path}: must be on the cluster's file system (hdfs://...), "
+                              "not a local path")
+    if parsed.scheme and parsed.scheme not in CLUSTER_SCHEMES:
+        raise ValidationError(f"{flag} {path}: unsupported scheme {parsed.scheme!r} (use hdfs://)")
+    if parsed.scheme and parsed.netloc:
+        return path
+    if parsed.scheme and parsed.scheme != fs.scheme:
+        raise ValidationError(f"{flag} {path}: no host in the URL and fs.defaultFS is {default_fs}")
+    p = parsed.path if parsed.scheme else path
+    if not p.startswith("/"):
+        p = f"/user/{protocol.user()}/{p}"
+    return f"{default_fs.rstrip('/')}{p}"
+
+
+def _local_hint(original: str) -> str:
+    if urlparse(original).scheme or not os.path.exists(original):
+        return ""
+    return f"; did you mean file://{os.path.abspath(original)} (the local folder)?"
+
+
+def qualify_paths(job, default_fs: str) -> dict:
+    """Qualify the job's paths in place; returns {flag: original} for the hints."""
+    originals = {"data": job.data}
+    job.data = qualify(job.data, default_fs, "--data", local_ok=True)
+    job.checkpoint_dir = qualify(job.checkpoint_dir, default_fs, "--checkpoint-dir")
+    job.export_dir = qualify(job.export_dir, default_fs, "--export-dir")
+    if job.python_archive:
+        job.python_archive = qualify(job.python_archive, default_fs, "--python-archive")
+    return originals
+
+
+def describe_features(parse_spec: dict, label: str | None = None) -> str:
+    out = []
+    for name, spec in sorted(parse_spec.get("features", {}).items()):
+        kind = spec.get("type", "?").replace("Feature", "").replace("FixedLen", "fixed").replace("VarLen", "var-len")
+        shape = spec.get("shape")
+        out.append(f"{name} ({spec.get('dtype', '?')} {kind}{' ' + str(list(shape)) if shape is not None else ''}"
+                   f"{', the label' if name == label else ''})")
+    return ", ".join(out)
+
+
+def check_dataset(job, original: str, notice) -> object:
+    """The manifest; the label is a column; train/eval splits resolved (an unsplit dataset
+    trains on every record, without evaluation)."""
+    from tfhadoop.trainer.manifest import ManifestError, load
+
+    try:
+        manifest = load(job.data)
+    except ManifestError as exc:
+        raise ValidationError(f"--data {original}: no dataset manifest at {job.data}/_tfhadoop.json"
+                              f"{_local_hint(original)}") from exc
+    features = manifest.parse_spec.get("features", {})
+    if job.label not in features:
+        raise ValidationError(f"--label {job.label!r} is not a column of {job.data}; "
+                              f"features: {describe_features(manifest.parse_spec)}")
+    names = manifest.split_names()
+    if not names:
+        if job.train_split not in (None, "train") or job.eval_split not in (None, "eval"):
+            raise ValidationError(f"{job.data} was exported without splits: no split "
+                                  f"{job.train_split if job.train_split != 'train' else job.eval_split!r}")
+        job.train_split, job.eval_split = None, None
+        notice(f"{job.data} has no splits: training on all {manifest.records(None)} records, no eval split")
+    else:
+        if job.train_split not in names:
+            raise ValidationError(f"{job.data} has no split {job.train_split!r} (splits: {', '.join(names)}); "
+                                  "choose one with --train-split")
+        if job.eval_split and job.eval_split not in names:
+            if job.eval_split != "eval":
+                raise ValidationError(f"{job.data} has no split {job.eval_split!r} (splits: {', '.join(names)})")
+            job.eval_split = None
+            notice(f"{job.data} has no eval split: no evaluation at the end")
+    return manifest
+
+
+def check_outputs(job, notice) -> None:
+    """The export directory must not exist; the checkpoint directory must be empty or hold this
+    same job (model, dataset, label), which then resumes."""
+    from tfhadoop.trainer import hdfs_io, jobdir
+
+    if hdfs_io.exists(job.export_dir):
+        raise ValidationError(f"--export-dir {job.export_dir} exists already: choose a new one "
+                              "(a SavedModel is never overwritten)")
+    ckpt = job.checkpoint_dir
+    names = hdfs_io.list_names(ckpt)
+    if not names:
+        return
+    try:
+        before = json.loads(hdfs_io.read_bytes(protocol.job_file(ckpt, protocol.JOB_FILE)))
+    except (FileNotFoundError, ValueError):
+        before = None
+    fresh = f"give a new --checkpoint-dir to start fresh, or delete it: hdfs dfs -rm -r {ckpt}"
+    if before is None:
+        if any(n.startswith(("latest", "ckpt-")) for n in names):
+            raise ValidationError(f"--checkpoint-dir {ckpt} holds checkpoints of an unknown job; {fresh}")
+        return
+    theirs = {k: before.get(k) for k in ("model", "data", "label")}
+    ours = {k: getattr(job, k) for k in theirs}
+    if theirs != ours:
+        diff = ", ".join(f"{k} {theirs[k]}" for k in theirs if theirs[k] != ours[k])
+        raise ValidationError(f"--checkpoint-dir {ckpt} holds another job's checkpoints ({diff}); {fresh}")
+    state = jobdir.latest_state(ckpt)
+    if state:
+        notice(f"resuming from step {state.get('steps', 0)} (epoch {state.get('epoch', 0)}) "
+               f"of {before.get('app', 'an earlier job')} in {ckpt}")
+
+
+def _import_model(job):
+    module, _, fn = job.model.partition(":")
+    search = [os.path.abspath(p) for p in job.python_path]
+    for p in reversed(search):
+        if p not in sys.path:
+            sys.path.insert(0, p)
+    where = ", ".join(search) if search else "no --python-path"
+    try:
+        mod = importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name and (module == exc.name or module.startswith(exc.name + ".")):
+            raise ValidationError(f"--model {job.model}: no module {module!r} on the python path "
+                                  f"({where}, then this environment's site-packages)") from exc
+        raise ValidationError(f"--model {job.model}: importing {module} failed: {exc}") from exc
+    except Exception as exc:
+        raise ValidationError(f"--model {job.model}: importing {module} raised {type(exc).__name__}: {exc}") from exc
+    if not callable(getattr(mod, fn, None)):
+        defined = sorted(n for n, v in vars(mod).items() if callable(v) and not n.startswith("_")
+                         and getattr(v, "__module__", None) == mod.__name__)
+        raise ValidationError(f"--model {job.model}: {module} ({mod.__file__}) has no function {fn!r}; "
+                              f"it defines: {', '.join(defined) or 'no functions'}")
+    return getattr(mod, fn)
+
+
+def _first_batch(manifest, split, n: int) -> list:
+    from tfhadoop.connectors.tfrecord import read_records
+
+    shard = manifest.split(split)[0]
+    comp = None if manifest.compression == "none" else manifest.compression
+    return list(itertools.islice(read_records([f"{manifest.root}/{shard.path}"], compression=comp), n))
+
+
+def check_model(job, manifest) -> None:
+    """Import, build, match inputs to features, one forward pass and loss on a small batch."""
+    os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    build = _import_model(job)
+    import tensorflow as tf
+
+    from tfhadoop.trainer.step import loss_fn, model_inputs, parse_fn
+
+    try:
+        model = build()
+    except Exception as exc:
+        raise ValidationError(f"--model {job.model}: calling it raised {type(exc).__name__}: {exc}") from exc
+    if getattr(model, "optimizer", None) is None:
+        raise ValidationError(f"--model {job.model} returned a model that is not compiled (call model.compile)")
+    spec = manifest.parse_spec
+    features = {k: v for k, v in spec.get("features", {}).items() if k != job.label}
+    listing = describe_features(spec, job.label)
+    if not model.built or not getattr(model, "inputs", None):
+        raise ValidationError(f"--model {job.model}: the model has no defined inputs; start it with "
+                              f"tf_keras.Input(shape, name=FEATURE); features: {listing}")
+    single = len(features) == 1 and len(model.inputs) == 1
+    for inp in model.inputs:
+        name = inp.name.split(":")[0]
+        if single:
+            name = next(iter(features))
+        elif name not in features:
+            raise ValidationError(f"--model {job.model}: model input {name!r} is not a feature of {job.data} "
+                                  f"(name the inputs after features); features: {listing}")
+        f = features[name]
+        want = f.get("shape")
+        have = [d for d in inp.shape[1:]]
+        if f.get("type") == "FixedLenFeature" and want is not None and None not in have and list(want) != have:
+            raise ValidationError(f"--model {job.model}: model input {inp.name.split(':')[0]!r} has shape {have} "
+                                  f"but feature {name!r} is {f.get('dtype')} {list(want)}; features: {listing}")
+        if (f.get("dtype") == "string") != (inp.dtype == tf.string):
+            raise ValidationError(f"--model {job.model}: model input {inp.name.split(':')[0]!r} is {inp.dtype.name} "
+                                  f"but feature {name!r} is {f.get('dtype')}; features: {listing}")
+    records = _first_batch(manifest, job.train_split, min(job.batch_size, 16))
+    shard = manifest.split(job.train_split)[0].path
+    try:
+        x, y = parse_fn(spec, job.label)(tf.constant(records))
+        pred = model(model_inputs(model, x), training=False)
+        if pred.shape.rank == 2 and pred.shape[-1] == 1:
+            y = tf.reshape(tf.cast(y, pred.dtype), tf.shape(pred))
+        loss_fn(model)(y, pred)
+    except Exception as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ValidationError(f"--model {job.model}: one forward pass and loss on {len(records)} records of "
+                              f"{shard} failed: {type(exc).__name__}: {first}; features: {listing}") from exc
+
+
+def validate_job(job, conf, model: bool = True, notice=print):
+    """All checks, in the order a user would fix them; returns the manifest."""
+    originals = qualify_paths(job, conf.default_fs)
+    manifest = check_dataset(job, originals["data"], notice)
+    check_outputs(job, notice)
+    if model:
+        check_model(job, manifest)
+    return manifest
