@@ -119,6 +119,7 @@ def test_model_module_not_found(hadoop_cluster, small):
                            "features: x (float32 fixed [4]), y (float32 fixed [], the label)"),
     ("wrong_shape", "model input 'x' has shape [3] but feature 'x' is float32 [4]"),
     ("wrong_name", "model input 'z' is not a feature of"),
+    ("broken", "calling it raised ValueError: model bug: this model function always raises"),
 ])
 def test_model_does_not_fit_the_dataset(hadoop_cluster, small, model, message):
     proc, _ = tfh_train(hadoop_cluster, f"model {model}", "--data", f"{small}/split",

@@ -138,6 +138,7 @@ def master(tmp_path, monkeypatch):
     monkeypatch.setattr(m.subprocess, "Popen", FakeCoordinator)
     monkeypatch.setattr(m.time, "sleep", lambda s: None)
     monkeypatch.setattr(hdfs_io, "write_bytes", lambda *a, **k: None)
+    monkeypatch.setattr(hdfs_io, "append_bytes", lambda *a, **k: None)
     job = {"checkpoint_dir": "hdfs://nn/c", "ps": 1, "workers": 2, "min_workers": 1, "startup_wait": 0, "queue": "q"}
     return m.Master(FakeApp(), job, str(tmp_path))
 

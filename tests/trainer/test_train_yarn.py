@@ -61,6 +61,15 @@ def _events(run):
     return [json.loads(line) for line in hdfs_io.read_bytes(f"{run}/ckpt/events.jsonl").decode().splitlines()]
 
 
+def _samples(run):
+    from tfhadoop.trainer import hdfs_io
+
+    try:
+        return hdfs_io.read_bytes(f"{run}/ckpt/progress.jsonl").decode().splitlines()
+    except FileNotFoundError:
+        return []
+
+
 def _metrics(run):
     from tfhadoop.trainer import hdfs_io
 
@@ -104,7 +113,8 @@ def test_two_workers_one_ps_train_export_and_predict(hadoop_cluster, dataset, tm
 
 def test_model_function_that_raises_fails_fast(hadoop_cluster, dataset):
     t0 = time.monotonic()
-    run, proc = _train(hadoop_cluster, dataset, model="trainer_test_models:broken", extra=["--workers", "1"])
+    # --no-validate: the submit-time model check would catch this model before YARN does.
+    run, proc = _train(hadoop_cluster, dataset, model="trainer_test_models:broken", extra=["--workers", "1", "--no-validate"])
     assert proc.returncode == 1
     assert "training FAILED" in proc.stderr and "model bug: this model function always raises" in proc.stderr
     events = _events(run)
@@ -261,16 +271,66 @@ def test_starts_with_min_workers_then_scales_up(hadoop_cluster, dataset):
     assert [e["examples"] for e in _metrics(run)["epochs"]] == [2400] * epochs
 
 
-def test_status_and_kill_commands(hadoop_cluster, dataset):
-    run, proc = _train(hadoop_cluster, dataset, extra=["--workers", "1", "--epochs", "50", "--detach"])
+def chromium(url: str, tmp_path, name: str) -> str:
+    """Load ``url`` in headless Chromium (the Debian package, installed by tools/ensure-chromium if
+    missing): returns the DOM and saves a screenshot as ``<tmp_path>/<name>.png``."""
+    browser = subprocess.run([str(HERE.parents[1] / "tools" / "ensure-chromium")], capture_output=True, text=True,
+                             timeout=600)
+    assert browser.returncode == 0, browser.stderr[-2000:]
+    flags = [browser.stdout.strip().splitlines()[-1], "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+             "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             "--window-size=1280,1800"]
+    dom = subprocess.run([*flags, f"--user-data-dir={tmp_path / (name + '-profile-dom')}", "--dump-dom", url],
+                         capture_output=True, text=True, timeout=120)
+    shot = tmp_path / f"{name}.png"
+    subprocess.run([*flags, f"--user-data-dir={tmp_path / (name + '-profile-shot')}", f"--screenshot={shot}", url],
+                   capture_output=True, text=True, timeout=120)
+    assert shot.exists() and shot.stat().st_size > 10_000, f"no screenshot of {url}"
+    print(f"screenshot of {url}: {shot}")
+    return dom.stdout
+
+
+def test_unsplit_dataset_status_follow_kill_and_jobs(hadoop_cluster, tmp_path):
+    """A dataset exported without --split, named in the README's hdfs:///path form: the job trains
+    on every record (one notice says there is no eval split); status/follow/kill/jobs of the
+    running, then the killed job, the finished one read from its job directory."""
+    from tfhadoop.trainer import hdfs_io
+
+    path = f"/tmp/trainer-tests/unsplit-{uuid.uuid4().hex[:8]}"
+    models.write_dataset(hadoop_cluster.hdfs_url(path), split=False)
+    run, proc = _train(hadoop_cluster, f"hdfs://{path}", extra=["--workers", "1", "--epochs", "50", "--detach"])
     assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "has no splits: training on all 2400 records, no eval split" in proc.stdout, proc.stdout
     app_id = next(line.split()[1] for line in proc.stdout.splitlines() if line.startswith("application "))
     tfh = [sys.executable, "-m", "tfhadoop"]
     _wait(lambda: (_state_epoch(run) or 0) >= 1, 300, "one epoch")
+    state = json.loads(hdfs_io.read_bytes(f"{run}/ckpt/latest/state.json"))
+    assert state["history"][0]["examples"] == 2400  # every record of the unsplit dataset
     status = subprocess.run([*tfh, "status", app_id], capture_output=True, text=True, timeout=120)
     assert status.returncode == 0 and f"{app_id} tfhadoop-train RUNNING" in status.stdout, status.stderr[-2000:]
-    assert "progress:" in status.stdout and '"event": "coordinator_started"' in status.stdout
+    assert "progress: epoch" in status.stdout and "coordinator_started" in status.stdout, status.stdout
+    assert "worker " in status.stdout and " RUNNING " in status.stdout  # the containers
+    # The live job page, through the ResourceManager's proxy, in a real browser.
+    page = next(line.split()[2] for line in status.stdout.splitlines() if line.startswith("job page "))
+    assert "/proxy/" + app_id in page, page
+    _wait(lambda: len(_samples(run)) >= 2, 120, "two progress samples")
+    dom = chromium(page, tmp_path, "live-job-page")
+    assert app_id in dom and "RUNNING" in dom and "cluster_up" in dom, dom[-3000:]
+    assert 'class="loss"' in dom and 'class="workers_alive"' in dom and "<polyline" in dom, dom[-3000:]
+    jobs = subprocess.run([*tfh, "jobs"], capture_output=True, text=True, timeout=120)
+    assert any(line.startswith(app_id) and "RUNNING" in line for line in jobs.stdout.splitlines()), jobs.stdout
     killed = subprocess.run([*tfh, "kill", app_id], capture_output=True, text=True, timeout=120)
     assert killed.returncode == 0 and f"killed {app_id}" in killed.stdout
-    status = subprocess.run([*tfh, "status", app_id], capture_output=True, text=True, timeout=120)
-    assert "KILLED" in status.stdout
+    again = subprocess.run([*tfh, "kill", app_id], capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0 and f"{app_id} had already finished: KILLED" in again.stdout, again.stdout
+    status = subprocess.run([*tfh, "status", app_id, "--html", str(tmp_path / "report.html")],
+                            capture_output=True, text=True, timeout=120)
+    assert status.returncode == 0 and "KILLED" in status.stdout, status.stderr[-2000:]
+    assert "progress: last checkpoint at epoch" in status.stdout and "cluster_up" in status.stdout, status.stdout
+    html = (tmp_path / "report.html").read_text()
+    assert app_id in html and "cluster_up" in html and "<svg" in html
+    dom = chromium(f"file://{tmp_path / 'report.html'}", tmp_path, "report")
+    assert "KILLED" in dom and "<polyline" in dom and "container" in dom
+    follow = subprocess.run([*tfh, "follow", app_id], capture_output=True, text=True, timeout=120)
+    assert follow.returncode == 1 and "training KILLED" in follow.stderr, follow.stderr[-2000:]
+    assert f"in {run}/ckpt" in follow.stdout, follow.stdout

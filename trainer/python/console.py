@@ -123,9 +123,10 @@ class Display:
         return p["epoch"] * p.get("expected", 0) + p.get("examples", 0)
 
     def event(self, e: dict) -> None:
-        if e.get("event") in QUIET_EVENTS:
-            return
-        line = format_event(e)
+        if e.get("event") not in QUIET_EVENTS:
+            self.note(format_event(e))
+
+    def note(self, line: str) -> None:
         if self.bar is not None:
             self.bar.write(line, file=self.out)
         else:

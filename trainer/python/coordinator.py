@@ -184,7 +184,7 @@ def run(job: dict, cluster: dict, work: str, app=None) -> dict:
             rate = n_wave / (time.monotonic() - t0)
             progress.put("progress", {"epoch": epoch, "examples": ledger.examples, "expected": expected,
                                       "steps": state["steps"], "examples_per_s": round(rate, 1),
-                                      "time": time.time()})
+                                      "loss": round(loss_wave / max(n_wave, 1), 6), "time": time.time()})
             summaries.scalars("train", state["steps"], {"loss": loss_wave / max(n_wave, 1),
                                                         "examples_per_second": rate,
                                                         "workers": len(cluster["worker"])})

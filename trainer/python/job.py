@@ -242,7 +242,7 @@ def follow(app_id: str, job_dir: str, out=sys.stdout, poll: float = 2.0, client=
     from tfhadoop.trainer.console import Display
 
     display = display or Display({}, out)
-    last, seen_events = None, 0
+    last, seen_events, page_shown = None, 0, False
     try:
         with (contextlib.nullcontext(client) if client else skein.Client()) as client:
             app = None
@@ -257,6 +257,9 @@ def follow(app_id: str, job_dir: str, out=sys.stdout, poll: float = 2.0, client=
                         except Exception:  # noqa: BLE001 - AM not reachable yet
                             app = None
                     if app is not None:
+                        if not page_shown and app.kv.get(protocol.KV_PAGE):
+                            display.note(f"job page {app.kv.get(protocol.KV_PAGE).decode()}")
+                            page_shown = True
                         progress = _kv(app, protocol.KV_PROGRESS)
                         events = _kv(app, protocol.KV_EVENTS) or []
                         for e in events[seen_events:]:

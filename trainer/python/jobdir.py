@@ -58,6 +58,23 @@ def events(job_dir: str, app_id: str | None = None) -> list[dict]:
     return out
 
 
+def samples(job_dir: str, app_id: str | None = None) -> list[dict]:
+    """Progress samples over time (for the job page's plots)."""
+    try:
+        text = hdfs_io.read_bytes(protocol.job_file(job_dir, protocol.PROGRESS_FILE)).decode()
+    except FileNotFoundError:
+        return []
+    out = []
+    for line in text.splitlines():
+        try:
+            s = json.loads(line)
+        except ValueError:
+            continue
+        if app_id is None or s.get("app") in (None, app_id):
+            out.append(s)
+    return out
+
+
 def metrics(job_dir: str) -> dict | None:
     return _json(job_dir, protocol.METRICS_FILE)
 

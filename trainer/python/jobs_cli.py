@@ -39,7 +39,9 @@ def _live(client, app_id: str) -> dict:
                                "host": c.yarn_node_http_address, "state": str(c.state)})
     except Exception:  # noqa: BLE001 - gone meanwhile
         pass
-    return {"progress": _kv(app, protocol.KV_PROGRESS), "workers_alive": _kv(app, protocol.KV_WORKERS_ALIVE),
+    page = app.kv.get(protocol.KV_PAGE)
+    return {"page": page.decode() if page else None,
+            "progress": _kv(app, protocol.KV_PROGRESS), "workers_alive": _kv(app, protocol.KV_WORKERS_ALIVE),
             "events": _kv(app, protocol.KV_EVENTS), "containers": containers}
 
 
@@ -63,6 +65,7 @@ def job_status(client, conf, app_id: str) -> dict:
         metrics = jobdir.metrics(job_dir)
         out["metrics"] = metrics if metrics and metrics.get("app") in (None, app_id) else None
         out["result"] = jobdir.result(job_dir, app_id)
+        out["samples"] = jobdir.samples(job_dir, app_id)
         if out["progress"] is None and str(report.state) in protocol.FINAL_STATES:
             state = jobdir.latest_state(job_dir)
             if state:
@@ -81,6 +84,8 @@ def status(args) -> int:
         url = tracking_url(client, conf, args.app)
     print(f"{st['app']} {st['name']} {st['state']} {st['final_status']} queue={st['queue']}")
     print(f"tracking URL {url}")
+    if st.get("page"):
+        print(f"job page {st['page']}")
     if st["job_dir"]:
         job = st["job"]
         print(f"job: model {job.get('model')}, data {job.get('data')}, workers {job.get('workers')}, "

@@ -35,6 +35,7 @@ import time
 
 from tfhadoop.ports import free_port
 from tfhadoop.trainer import protocol
+from tfhadoop.trainer.jobpage import Sampler
 
 REPLACE_BACKOFF_MAX_S = 30  # a slot whose containers keep failing waits 2, 4, ... up to this many s
 CLUSTER_ERRORS = ("UnavailableError", "AbortedError", "CancelledError", "DeadlineExceededError")
@@ -82,6 +83,7 @@ class Master:
     def __init__(self, app, job: dict, work: str):
         self.app, self.job, self.work = app, job, work
         self.events = EventLog(app, job["checkpoint_dir"], getattr(app, "id", None))
+        self.sampler = Sampler(app, job["checkpoint_dir"], getattr(app, "id", None))
         self.ports = {("ps", i): free_port() for i in range(job["ps"])}
         self.ports.update({("worker", i): free_port() for i in range(job["workers"])})
         self.containers: dict[str, tuple[str, int]] = {}  # skein container id -> (role, slot)
@@ -329,6 +331,7 @@ class Master:
         if outcome:
             return outcome
         self.start_due_replacements()
+        self.sampler.sample(sum(1 for r, _ in self.live if r == "worker"))
         self.adopt_addresses(self.app.kv.get_prefix("addr/"))
         up = self.app.kv.get_prefix("up/")
         self.note_replacements_up(up)
@@ -431,6 +434,9 @@ def main() -> int:
         job = json.load(f)
     app = skein.ApplicationClient.from_current()
     master = Master(app, job, work)
+    from tfhadoop.trainer.jobpage import serve
+
+    serve(master)
     try:
         status, diagnostics = master.run()
     except Exception as exc:  # noqa: BLE001 - reported as the application's diagnostics

@@ -8,6 +8,7 @@ key-value store dies with it) is a file there, written before the master shuts d
 - ``events.jsonl``  the event log, one JSON object a line, appended as events happen
 - ``metrics.json``  final metrics, written by the coordinator before it exits
 - ``result.json``   final status and diagnostics, written by the master before ``shutdown``
+- ``progress.jsonl`` progress samples (time, epoch, step, loss, examples/s, workers alive), appended
 
 Each user's jobs are listed in ``/user/<user>/.tfhadoop/jobs/<application id>.json`` (the job
 directory and the spec), so that ``status``, ``follow`` and ``jobs`` find a finished job's files.
@@ -22,6 +23,7 @@ JOB_FILE = "job.json"
 EVENTS_FILE = "events.jsonl"
 METRICS_FILE = "metrics.json"
 RESULT_FILE = "result.json"
+PROGRESS_FILE = "progress.jsonl"  # progress samples over time (loss, examples/s, workers) for the plots
 LATEST_STATE = "latest/state.json"  # the newest complete checkpoint's training state
 TENSORBOARD_DIR = "tensorboard"
 
@@ -33,6 +35,7 @@ KV_METRICS = "metrics"
 KV_RESULT = "result"
 KV_REJOINS = "rejoins"
 KV_CLUSTER = "cluster"
+KV_PAGE = "page"  # the job page's address through the ResourceManager proxy
 KV_ADDR = "addr/"  # addr/<role>/<slot>: host:port a server listens on
 KV_UP = "up/"  # up/<role>/<slot>: the server serves
 
@@ -43,6 +46,7 @@ ENV_PORT = "TFH_PORT"
 ENV_GPUS = "TFH_GPUS"
 
 FINAL_STATES = ("FINISHED", "FAILED", "KILLED")
+PAGE_ROUTE = "job"  # Skein web UI route of the job page
 
 
 def job_file(job_dir: str, name: str) -> str:
