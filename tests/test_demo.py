@@ -25,6 +25,6 @@ def test_demo_runs_end_to_end(tmp_path):
     # labels are 0) on the eval split.
     accuracy = float(re.search(r"eval split: .*accuracy ([0-9.]+)", out).group(1))
     assert accuracy > 0.8, out[-3000:]
-    assert "epoch 2: " in out and "SavedModel at hdfs://" in out
+    assert "epoch 3/3, step" in out and "SavedModel at hdfs://" in out
     assert "embedded Hadoop cluster down" in out
     assert not (env_state / "cluster.json").exists()

@@ -133,22 +133,32 @@ def _tfrecord_export(table: str, rows: int) -> str:
 
 
 def _train(dataset: str, workers: int) -> None:
+    from dataclasses import asdict
+
+    from tfhadoop.trainer import console
     from tfhadoop.trainer.job import JobSpec, follow, submit
 
     run = f"{dataset}-run-{uuid.uuid4().hex[:6]}"
     job = JobSpec(model="tfhadoop.trainer.demo_model:build", data=dataset, label="label", workers=workers,
                   ps=1, epochs=3, batch_size=64, task_records=500, worker_memory="1g", ps_memory="1g",
                   checkpoint_dir=f"{run}/checkpoints", export_dir=f"{run}/model", name="tfhadoop-demo-train").validate()
+    log = console.log_path()  # the Skein driver's and TensorFlow's logs; named at the end
     with _step(f"tfhadoop train: 1 parameter server + {workers} workers on YARN, {job.epochs} epochs"):
-        app_id = submit(job)
-        print(f"   submitted {app_id}")
-        state = follow(app_id, job.checkpoint_dir, out=_Indented())
+        with console.stderr_to(log):
+            client = console.skein_client(False, log)
+        with client:
+            with console.stderr_to(log):
+                app_id = submit(job, client=client, notice=lambda text: print(f"   {text}"))
+            print(f"   submitted {app_id}")
+            state = follow(app_id, job.checkpoint_dir, client=client,
+                           display=console.Display(asdict(job), _Indented(), tty=False))
         if state["final_status"] != "SUCCEEDED":
             diag = (state["result"] or {}).get("diagnostics") or state["diagnostics"]
             raise CommandError(f"training {app_id} ended {state['final_status']}: {diag}")
         metrics = state["metrics"] or {}
         print(f"   eval split: {', '.join(f'{k} {v:.3f}' for k, v in (metrics.get('eval') or {}).items())}")
         print(f"   SavedModel at {job.export_dir}; checkpoints, events.jsonl and tensorboard/ in {job.checkpoint_dir}")
+        print(f"   client log: {log}")
 
 
 class _Indented:

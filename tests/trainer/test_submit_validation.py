@@ -138,7 +138,17 @@ def test_no_validate_skips_the_model_check(hadoop_cluster, small):
     assert killed.returncode == 0, killed.stderr
 
 
-def test_times(capsys):
+def test_zz_times(capsys):
     """Print every row's submit->error time together (run last in this file)."""
     with capsys.disabled():
         print("\nsubmit->error times (s):", json.dumps(TIMES, indent=1))
+
+
+def test_verbose_shows_the_traceback(hadoop_cluster, small):
+    proc = subprocess.run([sys.executable, "-m", "tfhadoop", "-v", "train", "--model", "nosuchmod:build",
+                           "--python-path", str(HERE), "--data", f"{small}/split", "--label", "y",
+                           "--checkpoint-dir", "/tmp/validate-tests/v/ckpt", "--export-dir", "/tmp/validate-tests/v/m"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1
+    assert "Traceback" in proc.stderr and "ValidationError" in proc.stderr
+    assert proc.stderr.rstrip().endswith("on the python path (" + str(HERE) + ", then this environment's site-packages)")
