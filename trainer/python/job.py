@@ -185,16 +185,18 @@ def application_spec(job: JobSpec, manifest, job_file: str, code: dict | None = 
         })
 
 
-def submit(job: JobSpec, client=None, validate_model: bool = True, notice=print) -> str:
+def submit(job: JobSpec, client=None, validate_model: bool = True, notice=print, manifest=None) -> str:
     """Check ``job`` (``validate``: paths, dataset, outputs and, unless ``validate_model`` is
-    False, the model on one batch), then submit it; returns the YARN application id."""
+    False, the model on one batch), then submit it; returns the YARN application id.
+    ``manifest``: the job was checked already (``validate.validate_job`` returned it)."""
     import skein
 
     from tfhadoop import hadoop
     from tfhadoop.trainer.validate import validate_job
 
     conf = hadoop.use_cluster()
-    manifest = validate_job(job, conf, model=validate_model, notice=notice)
+    if manifest is None:
+        manifest = validate_job(job, conf, model=validate_model, notice=notice)
     folder = tempfile.mkdtemp(prefix="tfhadoop-job-")
     job_file = os.path.join(folder, "job.json")
     with open(job_file, "w") as f:

@@ -81,17 +81,19 @@ def run(args) -> int:
     from tfhadoop import hadoop
     from tfhadoop.trainer import console
     from tfhadoop.trainer.job import submit, tracking_url
+    from tfhadoop.trainer.validate import validate_job
 
     job = job_from_args(args)
     conf = hadoop.use_cluster()
     log = None if args.verbose else console.log_path()
     console.route_logging(args.verbose, log)
     with console.stderr_to(log):  # TensorFlow's and Java's start-up lines, unless -v
+        # The checks first: a mistake is reported before the Skein driver (a JVM) even starts.
+        manifest = validate_job(job, conf, model=not args.no_validate, notice=lambda text: print(text, flush=True))
         client = console.skein_client(args.verbose, log)
     with client:  # one driver for submit and follow
         with console.stderr_to(log):
-            app_id = submit(job, client=client, validate_model=not args.no_validate,
-                            notice=lambda text: print(text, flush=True))
+            app_id = submit(job, client=client, manifest=manifest)
         print(f"application {app_id}\ntracking URL {tracking_url(client, conf, app_id)}", flush=True)
         if args.detach:
             print(f"detached: tfhadoop follow {app_id} | status {app_id} | kill {app_id}")
