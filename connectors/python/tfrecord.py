@@ -362,6 +362,13 @@ class TFRecordWriter:
             from tfhadoop.connectors.splits import IndexBuilder
 
             self._index = IndexBuilder(index_interval)
+        elif is_path and fileio.scheme(self.path) in ("", "file"):
+            from tfhadoop.connectors.splits import sidecar_path
+
+            try:  # an index left by an earlier file of this name would describe other bytes
+                os.remove(fileio._local(sidecar_path(self.path)))
+            except FileNotFoundError:
+                pass
         self._sink = _comp.DeflatingWriter(raw, self.compression, level) if self.compression else raw
         self._buf = bytearray()
         self._limit = buffer_size

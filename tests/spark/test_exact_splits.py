@@ -48,7 +48,7 @@ def test_tensorflow_written_bundles_read_exactly_without_index(spark, tmp_path):
             w.write(r)
     want = tf_read(d / "bundles.tfrecord")
     assert want == records
-    assert not glob.glob(str(d / ".*"))  # no index: the verified resync alone must be exact
+    assert not glob.glob(str(d / ".*.tfrindex"))  # no index: the verified resync alone must be exact
     for split in (4 << 10, 64 << 10, 1 << 20):
         got = spark_bytes(spark, d, split)
         assert collections.Counter(got) == collections.Counter(want), split
@@ -72,7 +72,7 @@ def test_spark_writes_an_index_and_reads_with_it(spark, tmp_path):
     ex = spark.createDataFrame([(i, bytearray(r)) for i, r in enumerate(records)], "id long, blob binary")
     out2 = tmp_path / "examples"
     write_tfrecord(ex.coalesce(1), local(out2), indexInterval="0")
-    assert not glob.glob(str(out2 / ".*"))
+    assert not glob.glob(str(out2 / ".*.tfrindex"))
     for split in (2 << 10, 64 << 10):
         rows = read_tfrecord(spark, local(out2), schema="id long, blob binary", maxPartitionBytes=str(split)).collect()
         assert sorted(r["id"] for r in rows) == list(range(len(records)))

@@ -115,6 +115,8 @@ public final class TFRecordFiles {
     OutputStream raw = fs.create(path, overwrite);
     OutputStream out = new java.io.BufferedOutputStream(compression.wrap(raw, conf), 64 * 1024);
     if (indexInterval <= 0 || compression.kind != Compression.Kind.NONE) {
+      // an index left by an earlier file of this name would describe other bytes
+      fs.delete(RecordIndex.sidecar(file), false);
       return new TFRecordWriter(out);
     }
     return new TFRecordWriter(out, indexInterval, new TFRecordWriter.IndexSink() {
