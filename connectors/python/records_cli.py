@@ -72,10 +72,16 @@ def register(subparsers) -> None:
     verify.add_argument("--no-progress", action="store_true", help="no progress bar even on a terminal")
     verify.set_defaults(func=_verify)
 
-    index = common(sub.add_parser("index", help="write a record index (<file>.idx) next to each file",
-                                  description="Scan each file once (checking every checksum) and write <file>.idx: one "
+    index = common(sub.add_parser("index", help="write the record-boundary index (.<file>.tfrindex) beside each file",
+                                  description="Scan each uncompressed file once (checking every checksum) and write the "
+                                              "hidden sidecar .<file>.tfrindex: a record boundary every ~1 MiB, which "
+                                              "split readers (Spark, MapReduce, Hive, tfhadoop.connectors.splits) start "
+                                              "from with no scan. --per-record writes <file>.idx instead: one "
                                               "'<offset> <framed length>' line per record (NVIDIA DALI's tfrecord2idx "
                                               "layout), for random access and record-range sharding."))
+    index.add_argument("--per-record", action="store_true", help="write the per-record <file>.idx (DALI layout)")
+    index.add_argument("--interval", type=int, default=1 << 20, metavar="BYTES",
+                       help="bytes between boundary-index entries (default 1 MiB)")
     index.add_argument("--no-progress", action="store_true", help="no progress bar even on a terminal")
     index.set_defaults(func=_index)
 
@@ -347,17 +353,27 @@ def _verify(args) -> int:
 def _index(args) -> int:
     from tfhadoop.connectors.errors import TFRecordError
     from tfhadoop.connectors.index import build_index
+    from tfhadoop.connectors.splits import build_boundary_index, sidecar_path
 
     if args.skip_corrupt:
         raise CommandError("an index of a damaged file would be wrong: run `verify` and repair it first")
+    if args.interval < 1:
+        raise CommandError(f"--interval must be a positive number of bytes, got {args.interval}")
     for path in _files(args):
         if path.endswith(".idx"):
             continue
         try:
-            idx = build_index(path, _compression(args))
+            if args.per_record:
+                idx = build_index(path, _compression(args))
+                print(f"{path}.idx: {len(idx)} records")
+                continue
+            if _compression(args) not in (None, "", "NONE") or path.endswith((".gz", ".zlib", ".deflate")):
+                print(f"{path}: compressed, read whole: no boundary index needed")
+                continue
+            bidx = build_boundary_index(path, args.interval)
+            print(f"{sidecar_path(path)}: {bidx.records} records, {len(bidx.offsets)} entries")
         except TFRecordError as exc:
             raise CommandError(str(exc)) from None
         except OSError as exc:
             raise CommandError(f"{path}: {exc}") from None
-        print(f"{path}.idx: {len(idx)} records")
     return 0

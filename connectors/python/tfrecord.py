@@ -342,17 +342,33 @@ class TFRecordWriter:
     """Write records to a path or binary stream; ``write`` returns the record's offset.
 
     Records are framed into an in-memory buffer flushed every ``buffer_size`` bytes, then
-    compressed (``compression``: None = from the file name, "GZIP", "ZLIB", "NONE").
+    compressed (``compression``: None = from the file name, "GZIP", "ZLIB", "NONE"). An
+    uncompressed file written to a path gets the record-boundary index sidecar
+    (tfhadoop.connectors.splits) on close, an entry every ``index_interval`` bytes (0: none).
     """
 
-    def __init__(self, dest, compression: str | None = None, buffer_size: int = 1 << 20, level: int = 6, overwrite: bool = True):
-        if isinstance(dest, (str, os.PathLike)):
+    def __init__(self, dest, compression: str | None = None, buffer_size: int = 1 << 20, level: int = 6,
+                 overwrite: bool = True, index_interval: int = 1 << 20):
+        is_path = isinstance(dest, (str, os.PathLike))
+        if is_path:
             self.path = os.fspath(dest)
             raw = fileio.open_write(self.path, overwrite=overwrite)
         else:
             self.path = getattr(dest, "name", "<stream>")
             raw = dest
         self.compression = _comp.normalize(compression, self.path)
+        self._index = None
+        if is_path and not self.compression and index_interval > 0:
+            from tfhadoop.connectors.splits import IndexBuilder
+
+            self._index = IndexBuilder(index_interval)
+        elif is_path and fileio.scheme(self.path) in ("", "file"):
+            from tfhadoop.connectors.splits import sidecar_path
+
+            try:  # an index left by an earlier file of this name would describe other bytes
+                os.remove(fileio._local(sidecar_path(self.path)))
+            except FileNotFoundError:
+                pass
         self._sink = _comp.DeflatingWriter(raw, self.compression, level) if self.compression else raw
         self._buf = bytearray()
         self._limit = buffer_size
@@ -375,6 +391,8 @@ class TFRecordWriter:
         buf += data
         buf += _U32.pack(((((c >> 15) | (c << 17)) & _M32) + _DELTA) & _M32)
         at = self.offset
+        if self._index is not None and at - self._index._last >= self._index.interval:
+            self._index.before_record(self.records, at)
         self.offset = at + length + 16
         self.records += 1
         if len(buf) >= self._limit:
@@ -402,6 +420,8 @@ class TFRecordWriter:
             self._sink.write(self._buf)
             self._buf.clear()
         self._sink.close()
+        if self._index is not None:
+            self._index.build(self.offset, self.records).save(self.path)
 
     def __enter__(self):
         return self

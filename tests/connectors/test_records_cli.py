@@ -144,10 +144,15 @@ def test_index_command(files, capsys):
     from tfhadoop.connectors.index import load_index
 
     d, ex = files
-    assert main(["records", "index", str(d / "part-*")]) == 0
+    assert main(["records", "index", "--per-record", str(d / "part-*")]) == 0
     assert "part-1.tfrecord.idx: 10 records" in capsys.readouterr().out
     assert load_index(str(d / "part-1.tfrecord")).record(3) == ex[23]
     assert load_index(str(d / "part-0.tfrecord.gz")).record(19) == ex[19]
+    # the default: the hidden record-boundary index (compressed files are read whole: none)
+    assert main(["records", "index", "--interval", "100", str(d / "part-*")]) == 0
+    out = capsys.readouterr().out
+    assert ".part-1.tfrecord.tfrindex: 10 records" in out and "part-0.tfrecord.gz: compressed" in out
+    assert (d / ".part-1.tfrecord.tfrindex").is_file() and not (d / ".part-0.tfrecord.gz.tfrindex").exists()
     # Index files next to the data are not data.
     assert main(["records", "count", str(d)]) == 0
     assert capsys.readouterr().out.strip() == "30"

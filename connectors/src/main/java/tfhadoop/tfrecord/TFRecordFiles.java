@@ -48,13 +48,37 @@ public final class TFRecordFiles {
       return new TFRecordReader(decompress(path, raw, conf), name, 0, Long.MAX_VALUE, -1,
           options.skipCorrupt, options.maxRecordBytes);
     }
-    long fileLength = fs.getFileStatus(path).getLen();
+    org.apache.hadoop.fs.FileStatus status = fs.getFileStatus(path);
+    long fileLength = status.getLen();
+    long end = length < 0 || start + length >= fileLength ? Long.MAX_VALUE : start + length;
+    boolean exact = false;
+    if (start > 0 || end != Long.MAX_VALUE) {
+      RecordIndex index = options.useIndex ? RecordIndex.load(fs, status) : null;
+      if (index != null) {
+        // the split is snapped to indexed boundaries: records from the first entry at or after
+        // start up to the first entry at or after end; every split agrees, no scan is needed
+        start = index.boundaryAtOrAfter(start);
+        end = end == Long.MAX_VALUE ? end : index.boundaryAtOrAfter(end);
+        end = end >= fileLength ? Long.MAX_VALUE : end;
+        exact = true;
+      }
+    }
     FSDataInputStream in = fs.open(path);
     if (start > 0) {
-      in.seek(start);
+      in.seek(Math.min(start, fileLength));
     }
-    long end = length < 0 || start + length >= fileLength ? Long.MAX_VALUE : start + length;
-    return new TFRecordReader(in, name, start, end, fileLength, options.skipCorrupt, options.maxRecordBytes);
+    final FileSystem f = fs;
+    final Path p = path;
+    TFRecordReader.Opener opener = new TFRecordReader.Opener() {
+      @Override
+      public InputStream open(long offset) throws IOException {
+        FSDataInputStream s = f.open(p);
+        s.seek(offset);
+        return new java.io.BufferedInputStream(s, 64 * 1024);
+      }
+    };
+    return new TFRecordReader(in, name, start, end, fileLength, options.skipCorrupt, options.maxRecordBytes,
+        exact, opener, options.verifyAlways);
   }
 
   /** A reader for the whole file. */
@@ -77,8 +101,34 @@ public final class TFRecordFiles {
   /** Creates a framed writer on a new file, compressed as {@code compression} says. */
   public static TFRecordWriter create(Path path, Configuration conf, Compression compression, boolean overwrite)
       throws IOException {
-    FileSystem fs = path.getFileSystem(conf);
+    return create(path, conf, compression, overwrite, Configurations.options(conf).indexInterval);
+  }
+
+  /**
+   * Same, with the record-boundary index sidecar ({@link RecordIndex#sidecar}) written on close
+   * every ~{@code indexInterval} bytes; 0 writes none, and compressed files (read whole) get none.
+   */
+  public static TFRecordWriter create(Path path, Configuration conf, Compression compression, boolean overwrite,
+      long indexInterval) throws IOException {
+    final FileSystem fs = path.getFileSystem(conf);
+    final Path file = fs.makeQualified(path);
     OutputStream raw = fs.create(path, overwrite);
-    return new TFRecordWriter(new java.io.BufferedOutputStream(compression.wrap(raw, conf), 64 * 1024));
+    OutputStream out = new java.io.BufferedOutputStream(compression.wrap(raw, conf), 64 * 1024);
+    if (indexInterval <= 0 || compression.kind != Compression.Kind.NONE) {
+      // an index left by an earlier file of this name would describe other bytes
+      fs.delete(RecordIndex.sidecar(file), false);
+      return new TFRecordWriter(out);
+    }
+    return new TFRecordWriter(out, indexInterval, new TFRecordWriter.IndexSink() {
+      @Override
+      public void write(RecordIndex index) throws IOException {
+        index.write(fs, file);
+      }
+    });
+  }
+
+  /** True when {@link #create} writes an index sidecar for these settings. */
+  public static boolean writesIndex(Compression compression, long indexInterval) {
+    return indexInterval > 0 && compression.kind == Compression.Kind.NONE;
   }
 }

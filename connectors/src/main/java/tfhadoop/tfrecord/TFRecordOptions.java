@@ -16,7 +16,15 @@ import java.util.Map;
  *       failing;
  *   <li>{@code tfrecord.read.splittable} ({@code splittable}): split uncompressed files (default
  *       true);
- *   <li>{@code tfrecord.read.max.record.bytes} ({@code maxRecordBytes}): largest record accepted.
+ *   <li>{@code tfrecord.read.max.record.bytes} ({@code maxRecordBytes}): largest record accepted;
+ *   <li>{@code tfrecord.index.interval} ({@code indexInterval}): bytes between entries of the
+ *       record-boundary index our writers put beside each uncompressed file (default 1 MiB; 0
+ *       writes none);
+ *   <li>{@code tfrecord.read.index} ({@code useIndex}): start splits on that index when present
+ *       (default true);
+ *   <li>{@code tfrecord.read.verify} ({@code verify}): without an index, how a split's resync
+ *       candidate is checked: {@code auto} (default: walk the true chain from the file start only
+ *       when the candidate is suspicious) or {@code always} (always walk it).
  * </ul>
  * Hadoop's own output-compression settings are deliberately never read.
  */
@@ -29,6 +37,9 @@ public final class TFRecordOptions implements Serializable {
   public static final String SKIP_CORRUPT = "tfrecord.read.skip.corrupt";
   public static final String SPLITTABLE = "tfrecord.read.splittable";
   public static final String MAX_RECORD_BYTES = "tfrecord.read.max.record.bytes";
+  public static final String INDEX_INTERVAL = "tfrecord.index.interval";
+  public static final String USE_INDEX = "tfrecord.read.index";
+  public static final String VERIFY = "tfrecord.read.verify";
 
   /** Where option values come from (Configuration::get, Map::get, ...). */
   public interface Lookup {
@@ -39,16 +50,29 @@ public final class TFRecordOptions implements Serializable {
   public final boolean skipCorrupt;
   public final boolean splittable;
   public final long maxRecordBytes;
+  public final long indexInterval;
+  public final boolean useIndex;
+  public final boolean verifyAlways;
 
-  private TFRecordOptions(Compression compression, boolean skipCorrupt, boolean splittable, long maxRecordBytes) {
+  private TFRecordOptions(Compression compression, boolean skipCorrupt, boolean splittable, long maxRecordBytes,
+      long indexInterval, boolean useIndex, boolean verifyAlways) {
     this.compression = compression;
     this.skipCorrupt = skipCorrupt;
     this.splittable = splittable;
     this.maxRecordBytes = maxRecordBytes;
+    this.indexInterval = indexInterval;
+    this.useIndex = useIndex;
+    this.verifyAlways = verifyAlways;
   }
 
   public static TFRecordOptions defaults() {
-    return new TFRecordOptions(Compression.NONE, false, true, Integer.MAX_VALUE - 64);
+    return new TFRecordOptions(Compression.NONE, false, true, Integer.MAX_VALUE - 64, RecordIndex.DEFAULT_INTERVAL,
+        true, false);
+  }
+
+  /** A copy with the given index and verification settings (tests, benchmarks). */
+  public TFRecordOptions withIndex(long interval, boolean use, boolean always) {
+    return new TFRecordOptions(compression, skipCorrupt, splittable, maxRecordBytes, interval, use, always);
   }
 
   /** Parses the options; the short (Spark) name is consulted when the full key is absent. */
@@ -68,7 +92,29 @@ public final class TFRecordOptions implements Serializable {
         throw new IllegalArgumentException("option " + MAX_RECORD_BYTES + " must be a number of bytes, got '" + max + "'");
       }
     }
-    return new TFRecordOptions(c, skip, split, maxBytes);
+    long interval = RecordIndex.DEFAULT_INTERVAL;
+    String iv = first(lookup, INDEX_INTERVAL, "indexInterval");
+    if (iv != null) {
+      try {
+        interval = Long.parseLong(iv);
+      } catch (NumberFormatException e) {
+        interval = -1;
+      }
+      if (interval < 0) {
+        throw new IllegalArgumentException("option " + INDEX_INTERVAL + " must be a number of bytes >= 0, got '" + iv + "'");
+      }
+    }
+    boolean useIndex = bool(first(lookup, USE_INDEX, "useIndex"), true, USE_INDEX);
+    String verify = first(lookup, VERIFY, "verify");
+    boolean always = false;
+    if (verify != null) {
+      if (verify.equalsIgnoreCase("always")) {
+        always = true;
+      } else if (!verify.equalsIgnoreCase("auto")) {
+        throw new IllegalArgumentException("option " + VERIFY + " must be auto or always, got '" + verify + "'");
+      }
+    }
+    return new TFRecordOptions(c, skip, split, maxBytes, interval, useIndex, always);
   }
 
   public static TFRecordOptions parse(final Map<String, String> map) {

@@ -9,12 +9,16 @@ import java.util.zip.Checksum;
  * Reads TFRecord framing from a stream, optionally as one split of an uncompressed file.
  *
  * <p>Split rule: a record belongs to the split in which its first byte lies. A split that does not
- * start at 0 resyncs at the first offset {@code >= start} whose 8 length bytes match the next 4
- * bytes' masked CRC and whose data matches the data CRC. When a split stops because the next
- * record starts at or past its end, it still validates that record, so corruption at a split
- * boundary is reported once, by the split that read up to it (the next split's resync would skip
- * it silently). Limitation: a payload that itself contains a complete, valid TFRecord can mislead
- * the resync; turn splitting off for such data.
+ * start at 0 (and is not told its start is a boundary, as with a record-boundary index) first
+ * finds a resync candidate: the first offset {@code >= start} whose length and data CRCs both
+ * match. A payload can hold a valid frame (a record that is itself a TFRecord stream), so the
+ * candidate is not trusted blindly: the reader walks the header chain from it through the split
+ * (and {@link #LOOKAHEAD} beyond); if that chain breaks, or a payload on it starts with a frame
+ * header (nested framing), or {@code verifyAlways}, the candidate is set aside and the first
+ * boundary is established by walking the true chain from the file start. When a split stops
+ * because the next record starts at or past its end, it still validates that record, so
+ * corruption at a split boundary is reported once, by the split that read up to it.
+ * docs/tfrecord-jvm.md "Exact splits" states the guarantee and its cost.
  *
  * <p>Corrupt input raises {@link CorruptRecordException} ("truncated record at N" / "corrupted
  * record at N") unless {@code skipCorrupt}, in which case the reader resyncs after the bad record
@@ -33,6 +37,18 @@ public final class TFRecordReader implements Closeable {
   private final boolean skipCorrupt;
   private final long maxRecordBytes;
   private final Checksum crc = Crc32c.newChecksum();
+  private final boolean exactStart;
+  private final Opener opener;
+  private final boolean verifyAlways;
+  private boolean verifiedFromStart;
+
+  /** How far past its end a split checks the chain it resynced on (when no index is present). */
+  public static final long LOOKAHEAD = 1L << 20;
+
+  /** Opens the same file positioned at an offset, for the verification walks. */
+  public interface Opener {
+    InputStream open(long offset) throws IOException;
+  }
 
   private byte[] buf;
   private int lim;
@@ -62,6 +78,19 @@ public final class TFRecordReader implements Closeable {
    */
   public TFRecordReader(InputStream in, String file, long start, long end, long fileLength,
       boolean skipCorrupt, long maxRecordBytes) {
+    this(in, file, start, end, fileLength, skipCorrupt, maxRecordBytes, false, null, false);
+  }
+
+  /**
+   * @param exactStart {@code start} is known to be a record boundary (an indexed one): no resync
+   * @param opener reopens the file for verifying a resync candidate; null trusts the candidate
+   * @param verifyAlways establish the first boundary from the file start in every split
+   */
+  public TFRecordReader(InputStream in, String file, long start, long end, long fileLength,
+      boolean skipCorrupt, long maxRecordBytes, boolean exactStart, Opener opener, boolean verifyAlways) {
+    this.exactStart = exactStart;
+    this.opener = opener;
+    this.verifyAlways = verifyAlways;
     this.in = in;
     this.file = file;
     this.start = start;
@@ -86,11 +115,21 @@ public final class TFRecordReader implements Closeable {
     }
     if (!started) {
       started = true;
-      if (start > 0) {
+      if (start > 0 && !exactStart) {
         long p = findValid(start, end);
         if (p < 0 || p >= end) {
           done = true;
           return false;
+        }
+        if (opener != null && (verifyAlways || !chainHolds(p))) {
+          long t = trueBoundary();
+          if (t >= 0) {
+            p = t;
+            if (p >= end) {
+              done = true;
+              return false;
+            }
+          }
         }
         position = p;
       }
@@ -126,6 +165,38 @@ public final class TFRecordReader implements Closeable {
       }
       position = next;
     }
+  }
+
+  /**
+   * Whether the header chain from candidate {@code c} holds through the split and LOOKAHEAD past
+   * it, with no payload that starts like a frame (the sign of records holding TFRecord streams).
+   */
+  private boolean chainHolds(long c) throws IOException {
+    long until = end == Long.MAX_VALUE ? fileLength : Math.min(fileLength, end + LOOKAHEAD);
+    try (InputStream s = opener.open(c)) {
+      return ChainWalk.walk(s, c, until, fileLength, true) >= 0;
+    } catch (java.io.EOFException e) {
+      return false;
+    }
+  }
+
+  /**
+   * The first real record boundary at or after {@code start}, found by walking the header chain
+   * from the file start; -1 when that chain breaks before it (the corruption is the earlier
+   * split's to report; this split then keeps its candidate, as whole-file reading would fail anyway).
+   */
+  private long trueBoundary() throws IOException {
+    verifiedFromStart = true;
+    try (InputStream s = opener.open(0)) {
+      return ChainWalk.walk(s, 0, start, fileLength, false);
+    } catch (java.io.EOFException e) {
+      return -1;
+    }
+  }
+
+  /** True when this split established its first boundary by walking the chain from the file start. */
+  public boolean verifiedFromStart() {
+    return verifiedFromStart;
   }
 
   /** Buffer holding the current record's data. */

@@ -15,9 +15,23 @@ public final class TFRecordWriter implements AutoCloseable {
   private final byte[] footer = new byte[4];
   private long records;
   private long bytes;
+  private RecordIndex.Builder index;
+  private IndexSink sink;
+
+  /** Receives the finished record-boundary index once the data stream is closed. */
+  public interface IndexSink {
+    void write(RecordIndex index) throws IOException;
+  }
 
   public TFRecordWriter(OutputStream out) {
     this.out = out;
+  }
+
+  /** Also builds a record-boundary index (an entry every ~interval bytes) handed to sink on close. */
+  public TFRecordWriter(OutputStream out, long interval, IndexSink sink) {
+    this.out = out;
+    this.index = new RecordIndex.Builder(interval);
+    this.sink = sink;
   }
 
   public void write(byte[] data) throws IOException {
@@ -25,6 +39,9 @@ public final class TFRecordWriter implements AutoCloseable {
   }
 
   public void write(byte[] data, int off, int len) throws IOException {
+    if (index != null) {
+      index.beforeRecord(records, bytes);
+    }
     long n = len;
     for (int i = 0; i < 8; i++) {
       header[i] = (byte) (n >>> (8 * i));
@@ -57,5 +74,10 @@ public final class TFRecordWriter implements AutoCloseable {
   @Override
   public void close() throws IOException {
     out.close();
+    IndexSink s = sink;
+    sink = null;
+    if (s != null) {
+      s.write(index.build(bytes, bytes, records));
+    }
   }
 }

@@ -71,6 +71,53 @@ public final class TestFiles {
     return out;
   }
 
+  /**
+   * Adversarial mix for split readers: records that are themselves TFRecord streams (nested, even
+   * twice), payloads holding complete valid frames at random offsets, zero-length records, records
+   * larger than {@code bigLen}, and plain random bytes.
+   */
+  public static List<byte[]> nestedRecords(Random rnd, int n, int maxLen, int bigLen) throws IOException {
+    List<byte[]> out = new ArrayList<>();
+    for (int i = 0; i < n; i++) {
+      int kind = rnd.nextInt(6);
+      byte[] r;
+      if (kind == 0) {
+        r = new byte[0];
+      } else if (kind == 1 || kind == 2) {
+        List<byte[]> inner = new ArrayList<>();
+        int k = 1 + rnd.nextInt(4);
+        for (int j = 0; j < k; j++) {
+          byte[] x = new byte[rnd.nextInt(maxLen + 1)];
+          rnd.nextBytes(x);
+          inner.add(kind == 2 && j == 0 ? frame(java.util.Collections.singletonList(x)) : x);
+        }
+        r = frame(inner);
+      } else if (kind == 3) {
+        byte[] x = new byte[rnd.nextInt(maxLen + 1)];
+        rnd.nextBytes(x);
+        byte[] f = frame(java.util.Collections.singletonList(x));
+        r = new byte[f.length + rnd.nextInt(maxLen + 1)];
+        rnd.nextBytes(r);
+        System.arraycopy(f, 0, r, rnd.nextInt(r.length - f.length + 1), f.length);
+      } else if (kind == 4 && bigLen > 0) {
+        List<byte[]> inner = new ArrayList<>();
+        int total = 0;
+        while (total < bigLen) {
+          byte[] x = new byte[1 + rnd.nextInt(Math.max(1, bigLen / 3))];
+          rnd.nextBytes(x);
+          inner.add(x);
+          total += x.length + 16;
+        }
+        r = frame(inner);
+      } else {
+        r = new byte[rnd.nextInt(maxLen + 1)];
+        rnd.nextBytes(r);
+      }
+      out.add(r);
+    }
+    return out;
+  }
+
   /** Reads a file as the given splits, concatenating what each split yields. */
   public static List<byte[]> readSplits(Path p, Configuration conf, long[] cuts, long fileLen, TFRecordOptions o)
       throws IOException {

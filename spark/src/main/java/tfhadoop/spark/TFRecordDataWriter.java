@@ -11,7 +11,9 @@ import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.connector.write.DataWriter;
 import org.apache.spark.sql.connector.write.WriterCommitMessage;
 import org.apache.spark.sql.types.DataType;
+import tfhadoop.tfrecord.RecordIndex;
 import tfhadoop.tfrecord.TFRecordFiles;
+import tfhadoop.tfrecord.TFRecordOptions;
 import tfhadoop.tfrecord.TFRecordWriter;
 
 /**
@@ -54,9 +56,15 @@ final class TFRecordDataWriter implements DataWriter<InternalRow> {
       filesPerDir.put(dir, n == null ? 1 : n + 1);
       String name = n == null ? fileName : fileName.replaceFirst("^part-", "part-c" + n + "-");
       String rel = dir.isEmpty() ? name : dir + "/" + name;
-      current = TFRecordFiles.create(new Path(job.tempDir + "/" + rel), conf, job.options.tfrecord.compression, false);
+      TFRecordOptions o = job.options.tfrecord;
+      current = TFRecordFiles.create(new Path(job.tempDir + "/" + rel), conf, o.compression, false, o.indexInterval);
       currentDir = dir;
       written.add(rel);
+      if (TFRecordFiles.writesIndex(o.compression, o.indexInterval)) {
+        // the record-boundary index, written when the file closes, is committed (moved) with it
+        String side = RecordIndex.sidecarName(name);
+        written.add(dir.isEmpty() ? side : dir + "/" + side);
+      }
     }
     encoder.encode(row);
     current.write(encoder.buffer(), 0, encoder.length());
