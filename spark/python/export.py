@@ -11,6 +11,12 @@ Why it is built this way:
   record count of every shard and the profile (nulls, list lengths) that makes the parse spec
   exact (FixedLenFeature where the data allows it), and the write reads the same cached rows.
 - Split assignment hashes the split key (xxhash64), so re-running gives the same split.
+- TF Examples have no float64: double and decimal columns are float32 unless named in
+  ``--exact-columns``; the profile counts, per such column, the values float32 changes (and the
+  largest change), so the loss is reported, never silent. An exact column is int64 when all its
+  values are integers (decided over the whole input, so the parse spec has one dtype), otherwise
+  the exact decimal text.
+- Spark ML vectors are float features of the vector's size (fixed-length when the data says so).
 """
 from __future__ import annotations
 
@@ -53,6 +59,8 @@ class ExportOptions:
     record_type: str = "Example"
     overwrite: bool = False
     master: str | None = None
+    label: str | None = None
+    exact_columns: tuple = ()  # double/decimal columns written exactly instead of as float32
 
     def __post_init__(self):
         sources = [s for s in (self.table, self.query, self.input) if s]
@@ -143,10 +151,31 @@ def _split_frames(df, opts: ExportOptions):
     return frames
 
 
-def _profile_exprs(df, partition_by):
-    """Aggregates: per column the null count, and for arrays min/max length and null elements."""
+def is_vector(t) -> bool:
+    """A Spark ML (or mllib) vector column, recognized by its UDT class name (no numpy import)."""
+    from pyspark.sql.types import UserDefinedType
+
+    return isinstance(t, UserDefinedType) and t.__class__.__name__ == "VectorUDT"
+
+
+def _vector_size(c):
+    """The size of a vector column's values: sparse vectors count their full size."""
+    from pyspark.ml.functions import vector_to_array
     from pyspark.sql import functions as F
-    from pyspark.sql.types import ArrayType
+
+    return F.size(vector_to_array(c))
+
+
+def _f32_round_trip(c, t):
+    """c converted to float32 and back to its own type, as the data source writes it."""
+    return c.cast("float").cast(t)
+
+
+def _profile_exprs(df, partition_by, exact=()):
+    """Aggregates: per column the null count; for arrays and vectors min/max length; for double
+    and decimal columns written as float32, the values float32 changes and the largest change."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import ArrayType, DecimalType, DoubleType
 
     exprs = [F.count(F.lit(1)).alias("__records")]
     for f in df.schema.fields:
@@ -154,10 +183,62 @@ def _profile_exprs(df, partition_by):
             continue
         c = F.col(f"`{f.name}`")
         exprs.append(F.sum(F.when(c.isNull(), 1).otherwise(0)).alias(f"__nulls_{f.name}"))
-        if isinstance(f.dataType, ArrayType):
-            exprs.append(F.min(F.size(c)).alias(f"__minlen_{f.name}"))
-            exprs.append(F.max(F.size(c)).alias(f"__maxlen_{f.name}"))
+        if isinstance(f.dataType, ArrayType) or is_vector(f.dataType):
+            size = _vector_size(c) if is_vector(f.dataType) else F.size(c)
+            exprs.append(F.min(F.when(c.isNotNull(), size)).alias(f"__minlen_{f.name}"))
+            exprs.append(F.max(F.when(c.isNotNull(), size)).alias(f"__maxlen_{f.name}"))
+        if isinstance(f.dataType, (DoubleType, DecimalType)) and f.name not in exact:
+            back = _f32_round_trip(c, f.dataType)
+            changed = c.isNotNull() & ~c.eqNullSafe(back)
+            exprs.append(F.sum(F.when(changed, 1).otherwise(0)).alias(f"__f32changed_{f.name}"))
+            exprs.append(F.max(F.when(changed, F.abs(c.cast("double") - back.cast("double")))).alias(
+                f"__f32maxchange_{f.name}"))
     return exprs
+
+
+def _exact_plan(source, opts: ExportOptions) -> dict:
+    """Per --exact-columns column, how it is written: "int64" (decimals of scale 0 that fit, doubles
+    whose values are all integers) or "decimal_text" (the exact decimal string), over all the input."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import DecimalType, DoubleType
+
+    types = {f.name: f.dataType for f in source.schema.fields}
+    plan, doubles = {}, []
+    for name in opts.exact_columns:
+        t = types.get(name)
+        if t is None:
+            raise CommandError(f"--exact-columns names {name!r}, which is not a column of the input "
+                               f"({', '.join(source.columns)})")
+        if isinstance(t, DecimalType):
+            plan[name] = "int64" if t.scale == 0 and t.precision <= 18 else "decimal_text"
+        elif isinstance(t, DoubleType):
+            doubles.append(name)
+        else:
+            raise CommandError(f"--exact-columns names {name!r} of type {t.simpleString()}: only double and "
+                               "decimal columns lose digits as float32")
+    if doubles:
+        def integral(c):
+            return c.isNull() | ((c == F.floor(c)) & (F.abs(c) < F.lit(2.0 ** 63)))
+        row = source.agg(*[F.sum(F.when(integral(F.col(f"`{n}`")), 0).otherwise(1)).alias(n)
+                           for n in doubles]).collect()[0]
+        for n in doubles:
+            plan[n] = "int64" if not row[n] else "decimal_text"
+    return plan
+
+
+def _apply_exact(df, plan: dict):
+    """Casts the exact columns to what they are written as: bigint, or their exact decimal text."""
+    from pyspark.sql import functions as F
+
+    if not plan:
+        return df
+    cols = []
+    for f in df.schema.fields:
+        c = F.col(f"`{f.name}`")
+        if f.name in plan:
+            c = c.cast("bigint" if plan[f.name] == "int64" else "string").alias(f.name)
+        cols.append(c)
+    return df.select(*cols)
 
 
 def _shard_count(records: int, opts: ExportOptions, fraction: float) -> int:
@@ -183,17 +264,20 @@ def run_export(spark, opts: ExportOptions) -> dict:
     source = load_source(spark, opts)
     if opts.partition_by and opts.partition_by not in source.columns:
         raise CommandError(f"--partition-by {opts.partition_by!r} is not a column of the input")
+    check_label(source, opts.label)
+    exact = _exact_plan(source, opts)
+    original_schema = source.schema
     files, split_info, profile = [], {}, None
     try:
         for split, frame in _split_frames(source, opts).items():
             frac = opts.splits.get(split, 1.0)
             records = frame.count() if not (opts.shards and not opts.splits) else None
             n = opts.shards if records is None else _shard_count(records, opts, frac)
-            shaped = frame.repartition(n).cache()
+            shaped = _apply_exact(frame.repartition(n), exact).cache()
             try:
                 pid = F.spark_partition_id().alias("__pid")
                 keys = [pid] + ([F.col(opts.partition_by)] if opts.partition_by else [])
-                stats = shaped.groupBy(*keys).agg(*_profile_exprs(shaped, opts.partition_by)).collect()
+                stats = shaped.groupBy(*keys).agg(*_profile_exprs(shaped, opts.partition_by, exact)).collect()
                 profile = _merge_profile(profile, stats, shaped, opts.partition_by)
                 target = f"{staging.toString()}/{split}" if split else staging.toString()
                 writer = shaped.write.format("tfrecord").mode("errorifexists").option("recordType", opts.record_type) \
@@ -211,7 +295,7 @@ def run_export(spark, opts: ExportOptions) -> dict:
         total = sum(f["records"] for f in files)
         if total == 0:
             raise CommandError("the export produced no records: the input is empty (nothing written)")
-        manifest = _manifest(opts, source, profile, files, split_info, time.monotonic() - t0)
+        manifest = _manifest(opts, source, profile, files, split_info, time.monotonic() - t0, exact, original_schema)
         _write_text(out, spark._jvm.org.apache.hadoop.fs.Path(staging, MANIFEST), json.dumps(manifest, indent=2))
         out.fs.create(spark._jvm.org.apache.hadoop.fs.Path(staging, "_SUCCESS"), True).close()
         if out.fs.exists(out.root):
@@ -228,21 +312,43 @@ def run_export(spark, opts: ExportOptions) -> dict:
 
 def _merge_profile(profile, stats, df, partition_by):
     """Sum the per-shard aggregates into one profile per column."""
-    profile = profile or {"records": 0, "nulls": {}, "minlen": {}, "maxlen": {}, "schema": df.schema}
+    profile = profile or {"records": 0, "nulls": {}, "minlen": {}, "maxlen": {}, "f32changed": {},
+                           "f32maxchange": {}, "schema": df.schema}
     for row in stats:
         d = row.asDict()
         profile["records"] += d["__records"]
         for k, v in d.items():
             if v is None:
                 continue
-            for kind in ("nulls", "minlen", "maxlen"):
+            for kind in ("nulls", "minlen", "maxlen", "f32changed", "f32maxchange"):
                 prefix = f"__{kind}_"
                 if k.startswith(prefix):
                     name = k[len(prefix):]
                     old = profile[kind].get(name)
-                    profile[kind][name] = v if old is None else (old + v if kind == "nulls" else
+                    profile[kind][name] = v if old is None else (old + v if kind in ("nulls", "f32changed") else
                                                                  min(old, v) if kind == "minlen" else max(old, v))
     return profile
+
+
+def check_label(df, label) -> None:
+    """A label is one value per record: a vector or array column is refused, by name."""
+    from pyspark.sql.types import ArrayType, StructType
+
+    if not label:
+        return
+    types = {f.name: f.dataType for f in df.schema.fields}
+    if label not in types:
+        raise CommandError(f"--label {label!r} is not a column of the input ({', '.join(df.columns)})")
+    t = types[label]
+    if is_vector(t) or isinstance(t, (ArrayType, StructType)):
+        kind = "a vector" if is_vector(t) else f"of type {t.simpleString()}"
+        raise CommandError(f"--label {label!r} is {kind}; a label must be one number or string per record")
+
+
+def float32_loss(profile) -> dict:
+    """Per double/decimal column written as float32: values changed by float32 and the largest change."""
+    return {name: {"changed": n, "max_change": profile["f32maxchange"].get(name) or 0.0}
+            for name, n in sorted(profile["f32changed"].items())}
 
 
 def _finalize_files(spark, target: str, split: str, stats, opts: ExportOptions) -> list:
@@ -334,6 +440,14 @@ def arrow_schema(profile, partition_by=None, record_type="Example"):
     fields = []
 
     def add(name, t, nulls, minlen, maxlen):
+        if is_vector(t):  # a float feature of the vector's size: fixed-length when all sizes agree
+            fixed = minlen is not None and minlen == maxlen and minlen > 0 and nulls == 0
+            fields.append(pa.field(name, pa.list_(pa.float32(), minlen) if fixed else pa.list_(pa.float32()),
+                                   nullable=bool(nulls)))
+            return
+        if isinstance(t, ArrayType) and is_vector(t.elementType):
+            fields.append(pa.field(name, pa.list_(pa.list_(pa.float32())), nullable=bool(nulls)))
+            return
         if isinstance(t, StructType):
             for sub in t.fields:  # the data source writes struct fields as parent.child features
                 add(f"{name}.{sub.name}", sub.dataType, nulls, None, None)
@@ -355,10 +469,19 @@ def arrow_schema(profile, partition_by=None, record_type="Example"):
     return pa.schema(fields)
 
 
-def _manifest(opts, source, profile, files, split_info, seconds) -> dict:
+def _manifest(opts, source, profile, files, split_info, seconds, exact=None, original_schema=None) -> dict:
     from tfhadoop.connectors.arrow import feature_spec
 
+    exact = exact or {}
     schema = arrow_schema(profile, opts.partition_by, opts.record_type)
+    spec = feature_spec(schema, opts.record_type)
+    for name, how in exact.items():  # the parse spec says how an exact column is to be read
+        for group in spec.values():
+            if name in group:
+                group[name]["exact"] = how
+    extra = {"float32_loss": float32_loss(profile), "exact_columns": exact}
+    if opts.label:
+        extra["label"] = opts.label
     return {
         "format": "tfrecord",
         "version": 1,
@@ -370,9 +493,10 @@ def _manifest(opts, source, profile, files, split_info, seconds) -> dict:
         "splits": split_info,
         "split_key": opts.split_key,
         "partition_by": opts.partition_by,
-        "schema": {"spark": json.loads(profile["schema"].json()), "arrow": [
+        "schema": {"spark": json.loads((original_schema or profile["schema"]).json()), "arrow": [
             {"name": f.name, "type": str(f.type), "nullable": f.nullable} for f in schema]},
-        "parse_spec": feature_spec(schema, opts.record_type),
+        "parse_spec": spec,
+        **extra,
         "source": {k: v for k, v in (("table", opts.table), ("query", opts.query), ("input", opts.input),
                                       ("input_format", opts.input_format if opts.input else None)) if v},
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -397,6 +521,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--split-key", help="column whose hash assigns a row to a split (default: the whole row)")
     p.add_argument("--record-type", default="Example", help="Example | SequenceExample (default Example)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output dataset")
+    p.add_argument("--label", help="the label column: checked to be one value per record (not a vector or array)")
+    p.add_argument("--exact-columns", help="double/decimal columns to write exactly (int64 or decimal text) "
+                                           "instead of float32, comma-separated")
     p.add_argument("--master", help="Spark master: local[N] (default local[2]) or yarn")
 
 
@@ -405,7 +532,9 @@ def options_from_args(args) -> ExportOptions:
                          input_format=args.input_format, shards=args.shards,
                          records_per_shard=args.records_per_shard, compression=args.compression,
                          partition_by=args.partition_by, splits=parse_splits(args.split), split_key=args.split_key,
-                         record_type=args.record_type, overwrite=args.overwrite, master=args.master)
+                         record_type=args.record_type, overwrite=args.overwrite, master=args.master,
+                         label=args.label, exact_columns=tuple(c.strip() for c in (args.exact_columns or "").split(",")
+                                                               if c.strip()))
 
 
 def register(subparsers) -> None:
@@ -439,6 +568,12 @@ def _print_summary(manifest: dict, output: str) -> None:
           f"in {manifest['export_seconds']:.1f} s: {len(sizes)} shards, {min(sizes)}..{max(sizes)} records each")
     for name, s in manifest["splits"].items():
         print(f"  {name}: {s['records']} records in {len(s['files'])} files")
+    for name, loss in manifest.get("float32_loss", {}).items():
+        if loss["changed"]:
+            print(f"  float32: {loss['changed']} values of {name} changed (largest change {loss['max_change']:.6g}); "
+                  f"--exact-columns {name} writes them exactly")
+    for name, how in manifest.get("exact_columns", {}).items():
+        print(f"  exact: {name} written as {'int64' if how == 'int64' else 'exact decimal text (bytes)'}")
 
 
 def _cli(args) -> int:

@@ -71,5 +71,40 @@ spark.sql(f"CREATE TABLE t35b (id BIGINT, s STRING) USING tfrecord LOCATION '{ur
 spark.sql("INSERT INTO t35b VALUES (1, 'a'), (2, NULL)")
 spark.sql("INSERT OVERWRITE TABLE t35b SELECT 3, 'c'")
 assert [tuple(r) for r in spark.sql("SELECT * FROM t35b").collect()] == [(3, "c")]
+
+# Spark ML vectors (dense, sparse, empty) round-trip as float_list features; read back as DenseVector
+from pyspark.ml.linalg import DenseVector, SparseVector, VectorUDT  # noqa: E402
+
+vschema = T.StructType([T.StructField("features", VectorUDT()), T.StructField("id", T.LongType())])
+vrows = [(DenseVector([1.0, -2.5]), 0), (SparseVector(4, {1: 3.0}), 1), (DenseVector([]), 2), (None, 3)]
+spark.createDataFrame(vrows, vschema).write.format(fmt).save(uri("vec"))
+vback = {r["id"]: r["features"] for r in spark.read.format(fmt).schema(vschema).load(uri("vec")).collect()}
+assert vback == {0: DenseVector([1.0, -2.5]), 1: DenseVector([0.0, 3.0, 0.0, 0.0]), 2: DenseVector([]), 3: None}, vback
+seqv = T.StructType([T.StructField("id", T.LongType()), T.StructField("frames", T.ArrayType(VectorUDT()))])
+spark.createDataFrame([(1, [DenseVector([0.5]), SparseVector(2, {0: 1.0})])], seqv).write.format(fmt) \
+    .option("recordType", "SequenceExample").save(uri("seqvec"))
+got = spark.read.format(fmt).option("recordType", "SequenceExample").schema(seqv).load(uri("seqvec")).collect()
+assert got[0]["frames"] == [DenseVector([0.5]), DenseVector([1.0, 0.0])], got
+
+
+def fails_with(df, text):
+    try:
+        df.collect()
+    except Exception as e:  # noqa: BLE001
+        assert text in str(e), str(e)[:3000]
+        return
+    raise SystemExit(f"no error, expected: {text}")
+
+
+# no silent wrong values: missing under non-nullable, kind mismatch, narrowing
+nn = T.StructType([T.StructField("id", T.LongType()), T.StructField("f", T.FloatType(), False)])
+fails_with(spark.read.format(fmt).schema(nn).load(uri("typed")), "feature 'f' is missing in record at offset")
+fails_with(spark.read.format(fmt).schema("id long, f bigint").load(uri("typed")),
+           "feature 'f' is a float_list but column f is bigint")
+fails_with(spark.read.format(fmt).schema("id long, s double").load(uri("typed")),
+           "feature 's' is a bytes_list but column s is double")
+fails_with(spark.read.format(fmt).schema("id long, f string").load(uri("typed")),
+           "feature 'f' is a float_list but column f is string")
+fails_with(spark.read.format(fmt).schema("id boolean").load(uri("typed")), "feature 'id' holds int64 ")
 print("SPARK35 OK", spark.version)
 spark.stop()

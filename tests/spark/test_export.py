@@ -14,7 +14,7 @@ import pytest
 
 from tfhadoop.cli import CommandError
 from tfhadoop.connectors import hdfs as thdfs
-from tfhadoop.spark.export import ExportOptions, parse_splits, run_export
+from tfhadoop.spark.export import ExportOptions, check_label, parse_splits, run_export
 
 pytestmark = [pytest.mark.cluster]
 
@@ -218,3 +218,57 @@ def test_export_runs_on_yarn(hadoop_cluster, tmp_path):
                                 timeout=10) as resp:
         apps = (json.load(resp).get("apps") or {}).get("app", [])
     assert any(a["name"] == "tfhadoop-export" and a["finalStatus"] == "SUCCEEDED" for a in apps), apps
+
+
+@pytest.mark.slow
+def test_export_vector_assembler_output_float32_loss_and_exact_columns(spark, hadoop_cluster, tmp_path):
+    """VectorAssembler output exports as a fixed-length float feature of the vector's size; the
+    float32 loss of double/decimal columns is counted; --exact-columns writes them exactly."""
+    import tensorflow as tf
+    from pyspark.ml.feature import VectorAssembler
+
+    from tfhadoop.connectors.arrow import tf_feature_spec
+
+    base = spark.range(200).selectExpr(
+        "id", "cast(id as double) * 0.5 as a", "cast(id % 7 as double) as b", "cast(id % 2 as bigint) as label",
+        "cast(id as double) + 1234567890123.0 as big", "cast(id as decimal(20,0)) * 1000000007 as n",
+        "cast(id as decimal(38,18)) / 7 as dec")
+    df = VectorAssembler(inputCols=["a", "b"], outputCol="features").transform(base).select(
+        "id", "features", "label", "big", "n", "dec")
+    with pytest.raises(CommandError, match="--label 'features' is a vector"):
+        check_label(df, "features")
+    with pytest.raises(CommandError, match="--label 'arr' is of type array<bigint>"):
+        check_label(base.selectExpr("array(id) as arr"), "arr")
+    table = f"vec_src_{uuid.uuid4().hex[:6]}"
+    df.write.format("parquet").saveAsTable(table)
+    out = hadoop_cluster.hdfs_url(f"/datasets/{table}")
+    manifest = run_export(spark, ExportOptions(output=out, table=table, shards=2, label="label"))
+    spec = manifest["parse_spec"]["features"]
+    assert spec["features"] == {"type": "FixedLenFeature", "shape": [2], "dtype": "float32"}
+    assert manifest["label"] == "label"
+    loss = manifest["float32_loss"]
+    assert loss["big"]["changed"] == 200 and loss["big"]["max_change"] > 0
+    assert loss["n"]["changed"] > 0 and loss["dec"]["changed"] > 0
+    files = [_download(hadoop_cluster, out, f["path"], tmp_path) for f in manifest["files"]]
+    parsed = tf.io.parse_example(tf.stack(list(tf.data.TFRecordDataset(files, compression_type="GZIP"))),
+                                 tf_feature_spec(manifest["parse_spec"]))
+    for i, v in zip(parsed["id"].numpy(), parsed["features"].numpy()):
+        assert list(v) == [i * 0.5, i % 7]
+    # exactly: n (decimal scale 0) and big (integral doubles) as int64, dec as decimal text
+    out2 = out + "-exact"
+    m2 = run_export(spark, ExportOptions(output=out2, table=table, shards=1, exact_columns=("big", "n", "dec")))
+    assert m2["exact_columns"] == {"big": "int64", "n": "int64", "dec": "decimal_text"}
+    spec2 = m2["parse_spec"]["features"]
+    assert spec2["big"]["dtype"] == "int64" and spec2["big"]["exact"] == "int64"
+    assert spec2["dec"]["dtype"] == "string" and spec2["dec"]["exact"] == "decimal_text"
+    assert "big" not in m2["float32_loss"] and "dec" not in m2["float32_loss"]
+    files = [_download(hadoop_cluster, out2, f["path"], tmp_path) for f in m2["files"]]
+    parsed = tf.io.parse_example(tf.stack(list(tf.data.TFRecordDataset(files, compression_type="GZIP"))),
+                                 tf_feature_spec(m2["parse_spec"]))
+    rows = {r.id: r for r in df.collect()}
+    for k, i in enumerate(parsed["id"].numpy()):
+        r = rows[int(i)]
+        assert parsed["big"][k].numpy() == int(r.big) and parsed["n"][k].numpy() == int(r.n)
+        assert parsed["dec"][k].numpy().decode() == format(r.dec, "f")
+    with pytest.raises(CommandError, match="--exact-columns names 'label' of type bigint"):
+        run_export(spark, ExportOptions(output=out + "-bad", table=table, exact_columns=("label",)))

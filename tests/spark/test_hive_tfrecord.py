@@ -72,3 +72,39 @@ def test_hive_table_gzip_output(spark, tmp_path):
                  for r in tf.data.TFRecordDataset(files, compression_type="GZIP"))
     assert ids == list(range(10))
     assert sorted(r["id"] for r in spark.sql("SELECT id FROM tfr_hive_gz").collect()) == list(range(10))
+
+
+def _write_examples(path, examples):
+    with tf.io.TFRecordWriter(str(path)) as w:
+        for feats in examples:
+            w.write(tf.train.Example(features=tf.train.Features(feature=feats)).SerializeToString())
+
+
+def test_hive_serde_reads_no_silent_wrong_values(spark, tmp_path):
+    """Missing is NULL (never 0); a kind mismatch or a value that does not fit is a named error."""
+    i64 = lambda *v: tf.train.Feature(int64_list=tf.train.Int64List(value=v))  # noqa: E731
+    f32 = lambda *v: tf.train.Feature(float_list=tf.train.FloatList(value=v))  # noqa: E731
+    loc = tmp_path / "hive_rules"
+    loc.mkdir()
+    _write_examples(loc / "part-0.tfrecord", [
+        {"id": i64(1), "n": i64(300), "x": f32(2.5), "d": f32(0.25), "dec": f32(0.5), "ok": i64(2)},
+        {"id": i64(2)}])
+    spark.sql("DROP TABLE IF EXISTS tfr_rules")
+    spark.sql(f"CREATE EXTERNAL TABLE tfr_rules (id BIGINT, n BIGINT, x DOUBLE, d DOUBLE, dec DECIMAL(5,2), "
+              f"ok BIGINT) {STORED_AS} LOCATION 'file://{loc}'")
+    got = {r["id"]: r for r in spark.sql("SELECT * FROM tfr_rules").collect()}
+    assert (got[1]["n"], got[1]["x"], got[1]["d"], str(got[1]["dec"])) == (300, 2.5, 0.25, "0.50")
+    assert (got[2]["n"], got[2]["x"], got[2]["d"], got[2]["dec"], got[2]["ok"]) == (None,) * 5
+    cases = [("n TINYINT", "feature 'n' holds int64 300, which does not fit column n of type tinyint"),
+             ("ok BOOLEAN", "feature 'ok' holds int64 2, which does not fit column ok of type boolean"),
+             ("x BIGINT", "feature 'x' is a float_list but column x is bigint"),
+             ("n DOUBLE", "feature 'n' is a int64_list but column n is double"),
+             ("n STRING", "feature 'n' is a int64_list but column n is string"),
+             ("x STRING", "feature 'x' is a float_list but column x is string"),
+             ("d DECIMAL(5,1)", "feature 'd' holds 0.25, which column d of type decimal(5,1) cannot hold without rounding")]
+    for k, (col, msg) in enumerate(cases):
+        spark.sql(f"DROP TABLE IF EXISTS tfr_bad{k}")
+        spark.sql(f"CREATE EXTERNAL TABLE tfr_bad{k} (id BIGINT, {col}) {STORED_AS} LOCATION 'file://{loc}'")
+        with pytest.raises(Exception) as exc:
+            spark.sql(f"SELECT * FROM tfr_bad{k}").collect()
+        assert msg in str(exc.value), (col, str(exc.value)[:2000])

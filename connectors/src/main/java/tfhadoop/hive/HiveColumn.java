@@ -22,20 +22,22 @@ final class HiveColumn {
   private final PrimitiveCategory category;
   private final boolean list;
   private final int kind;
+  private final PrimitiveTypeInfo type;
 
-  private HiveColumn(String name, PrimitiveCategory category, boolean list) throws SerDeException {
+  private HiveColumn(String name, PrimitiveTypeInfo type, boolean list) throws SerDeException {
     this.name = name;
-    this.category = category;
+    this.type = type;
+    this.category = type.getPrimitiveCategory();
     this.list = list;
     this.kind = kindOf(name, category);
   }
 
   static HiveColumn forType(String name, TypeInfo t) throws SerDeException {
     if (t instanceof ListTypeInfo && ((ListTypeInfo) t).getListElementTypeInfo() instanceof PrimitiveTypeInfo) {
-      return new HiveColumn(name, ((PrimitiveTypeInfo) ((ListTypeInfo) t).getListElementTypeInfo()).getPrimitiveCategory(), true);
+      return new HiveColumn(name, (PrimitiveTypeInfo) ((ListTypeInfo) t).getListElementTypeInfo(), true);
     }
     if (t instanceof PrimitiveTypeInfo) {
-      return new HiveColumn(name, ((PrimitiveTypeInfo) t).getPrimitiveCategory(), false);
+      return new HiveColumn(name, (PrimitiveTypeInfo) t, false);
     }
     throw new SerDeException("column " + name + " has type " + t.getTypeName()
         + "; TFRecordSerDe supports primitive types and arrays of them");
@@ -109,10 +111,15 @@ final class HiveColumn {
     return x.toString();
   }
 
-  /** The Java value (standard Java object inspector form) of a decoded feature. */
+  /**
+   * The Java value (standard Java object inspector form) of a decoded feature. Only lossless
+   * conversions, as in the Spark source: int64_list → integral columns that hold the value, boolean
+   * (0/1), decimal; float_list → float, double, decimal; bytes_list → string/varchar/char/binary.
+   * Anything else is an error naming feature, kind, column and type, never a converted value.
+   */
   Object value(Feature f) throws IOException {
     if (!list) {
-      if (f.kind == Feature.NONE || f.count == 0) {
+      if (f.count == 0) {
         return null;
       }
       if (f.count > 1) {
@@ -127,29 +134,35 @@ final class HiveColumn {
     return out;
   }
 
-  private Object element(Feature f, int i) throws IOException {
-    if (f.kind != kind && !(f.kind == Feature.INT64 && kind == Feature.FLOAT)) {
-      throw new IOException("feature '" + name + "' is a " + Feature.kindName(f.kind) + " but column " + name
-          + " is " + category);
+  private boolean accepts(int k) {
+    if (category == PrimitiveCategory.DECIMAL) {
+      return k == Feature.FLOAT || k == Feature.INT64;
     }
-    double d = f.kind == Feature.INT64 ? f.longs[i] : f.kind == Feature.FLOAT ? f.floats[i] : 0;
+    return k == kind;
+  }
+
+  private Object element(Feature f, int i) throws IOException {
+    if (!accepts(f.kind)) {
+      throw new IOException("feature '" + name + "' is a " + Feature.kindName(f.kind) + " but column " + name
+          + " is " + type.getTypeName() + " (only lossless conversions are read; cast after reading)");
+    }
     switch (category) {
       case LONG:
         return f.longs[i];
       case INT:
-        return (int) f.longs[i];
+        return (int) fits(f.longs[i], Integer.MIN_VALUE, Integer.MAX_VALUE);
       case SHORT:
-        return (short) f.longs[i];
+        return (short) fits(f.longs[i], Short.MIN_VALUE, Short.MAX_VALUE);
       case BYTE:
-        return (byte) f.longs[i];
+        return (byte) fits(f.longs[i], Byte.MIN_VALUE, Byte.MAX_VALUE);
       case BOOLEAN:
-        return f.longs[i] != 0;
+        return fits(f.longs[i], 0, 1) == 1;
       case FLOAT:
-        return (float) d;
+        return f.floats[i];
       case DOUBLE:
-        return d;
+        return (double) f.floats[i];
       case DECIMAL:
-        return HiveDecimal.create(new java.math.BigDecimal(Float.toString((float) d)));
+        return decimal(f.kind == Feature.INT64 ? java.math.BigDecimal.valueOf(f.longs[i]) : floatDecimal(f.floats[i]));
       case BINARY:
         return f.bytesAt(i);
       case VARCHAR:
@@ -159,5 +172,36 @@ final class HiveColumn {
       default:
         return f.stringAt(i);
     }
+  }
+
+  private long fits(long v, long min, long max) throws IOException {
+    if (v < min || v > max) {
+      throw new IOException("feature '" + name + "' holds int64 " + v + ", which does not fit column " + name
+          + " of type " + type.getTypeName());
+    }
+    return v;
+  }
+
+  private java.math.BigDecimal floatDecimal(float v) throws IOException {
+    if (Float.isNaN(v) || Float.isInfinite(v)) {
+      throw new IOException("feature '" + name + "' holds " + v + " but column " + name + " is " + type.getTypeName());
+    }
+    return new java.math.BigDecimal(Float.toString(v));
+  }
+
+  private HiveDecimal decimal(java.math.BigDecimal v) throws IOException {
+    org.apache.hadoop.hive.serde2.typeinfo.DecimalTypeInfo t = (org.apache.hadoop.hive.serde2.typeinfo.DecimalTypeInfo) type;
+    java.math.BigDecimal scaled;
+    try {
+      scaled = v.setScale(t.getScale());
+    } catch (ArithmeticException e) {
+      throw new IOException("feature '" + name + "' holds " + v.toPlainString() + ", which column " + name + " of type "
+          + type.getTypeName() + " cannot hold without rounding");
+    }
+    if (scaled.precision() > t.getPrecision()) {
+      throw new IOException("feature '" + name + "' holds " + v.toPlainString() + ", which does not fit column " + name
+          + " of type " + type.getTypeName());
+    }
+    return HiveDecimal.create(scaled);
   }
 }

@@ -1,5 +1,6 @@
 package tfhadoop.spark;
 
+import java.nio.charset.StandardCharsets;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.util.ArrayData;
 import org.apache.spark.sql.types.ArrayType;
@@ -8,6 +9,7 @@ import org.apache.spark.sql.types.BooleanType;
 import org.apache.spark.sql.types.ByteType;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DateType;
+import org.apache.spark.sql.types.Decimal;
 import org.apache.spark.sql.types.DecimalType;
 import org.apache.spark.sql.types.DoubleType;
 import org.apache.spark.sql.types.FloatType;
@@ -27,8 +29,10 @@ import tfhadoop.example.FeatureList;
  * epoch); float → float_list; double and decimal → float_list (TensorFlow has no float64 or decimal
  * feature: values are rounded to float32); string → bytes_list (UTF-8); binary → bytes_list; arrays
  * of these → lists; arrays of arrays → a FeatureList (SequenceExample only); struct fields → features
- * named {@code parent.child} (see RowEncoder). Null values omit the
- * feature; null array elements are an error.
+ * named {@code parent.child} (see RowEncoder); Spark ML vectors (dense or sparse) → float_list of
+ * the vector's {@code size} values. Null values omit the feature; null array elements are an error.
+ * A double or decimal column named in {@code exactColumns} is written without rounding instead: see
+ * {@link Exact}.
  */
 abstract class ColumnEncoder {
   final String column;
@@ -46,11 +50,16 @@ abstract class ColumnEncoder {
     void add(Feature f, ArrayData array, int i);
   }
 
+  /** Arrays of arrays and arrays of vectors: a FeatureList, one Feature per element. */
   static boolean isNested(DataType t) {
-    return t instanceof ArrayType && ((ArrayType) t).elementType() instanceof ArrayType;
+    return t instanceof ArrayType && (((ArrayType) t).elementType() instanceof ArrayType
+        || VectorColumns.isVector(((ArrayType) t).elementType()));
   }
 
   static int kindOf(String column, DataType t) {
+    if (VectorColumns.isVector(t)) {
+      return Feature.FLOAT;
+    }
     if (t instanceof LongType || t instanceof IntegerType || t instanceof ShortType || t instanceof ByteType
         || t instanceof BooleanType || t instanceof DateType || t instanceof TimestampType) {
       return Feature.INT64;
@@ -68,6 +77,17 @@ abstract class ColumnEncoder {
 
   static Element element(String column, final DataType t) {
     kindOf(column, t);
+    if (VectorColumns.isVector(t)) {
+      return new Element() {
+        public void add(Feature f, InternalRow r, int o) {
+          VectorColumns.addDense(f, r.getStruct(o, 4));
+        }
+
+        public void add(Feature f, ArrayData a, int i) {
+          VectorColumns.addDense(f, a.getStruct(i, 4));
+        }
+      };
+    }
     if (t instanceof LongType || t instanceof TimestampType) {
       return new Element() {
         public void add(Feature f, InternalRow r, int o) {
@@ -184,14 +204,25 @@ abstract class ColumnEncoder {
   static final class Single extends ColumnEncoder {
     private final Element element;
     private final boolean array;
+    private final Exact exact;
 
-    Single(String column, DataType t) {
+    Single(String column, DataType t, boolean exact) {
       super(column, kindOf(column, t instanceof ArrayType ? ((ArrayType) t).elementType() : t));
       this.array = t instanceof ArrayType;
-      this.element = element(column, array ? ((ArrayType) t).elementType() : t);
+      DataType elem = array ? ((ArrayType) t).elementType() : t;
+      this.element = element(column, elem);
+      this.exact = exact ? Exact.forType(column, elem) : null;
     }
 
     void fill(Feature f, InternalRow row, int ordinal) {
+      if (exact != null) {
+        if (array) {
+          exact.fill(f, row.getArray(ordinal));
+        } else {
+          exact.fill(f, row, ordinal);
+        }
+        return;
+      }
       f.clear(kind);
       if (!array) {
         element.add(f, row, ordinal);
@@ -208,13 +239,23 @@ abstract class ColumnEncoder {
     }
   }
 
-  /** An array-of-arrays column → a FeatureList (one Feature per inner array). */
+  /**
+   * An array-of-arrays column → a FeatureList (one Feature per inner array); an array of vectors →
+   * one float Feature per vector. A null inner array or vector is an empty Feature.
+   */
   static final class Nested extends ColumnEncoder {
     private final Element element;
+    private final boolean vectors;
 
     Nested(String column, DataType t) {
-      super(column, kindOf(column, ((ArrayType) ((ArrayType) t).elementType()).elementType()));
-      this.element = element(column, ((ArrayType) ((ArrayType) t).elementType()).elementType());
+      super(column, kindOf(column, inner(t)));
+      this.element = element(column, inner(t));
+      this.vectors = VectorColumns.isVector(((ArrayType) t).elementType());
+    }
+
+    private static DataType inner(DataType t) {
+      DataType e = ((ArrayType) t).elementType();
+      return VectorColumns.isVector(e) ? e : ((ArrayType) e).elementType();
     }
 
     void fill(FeatureList list, InternalRow row, int ordinal) {
@@ -226,6 +267,10 @@ abstract class ColumnEncoder {
         if (outer.isNullAt(j)) {
           continue;
         }
+        if (vectors) {
+          element.add(f, outer, j);
+          continue;
+        }
         ArrayData a = outer.getArray(j);
         int m = a.numElements();
         for (int i = 0; i < m; i++) {
@@ -235,6 +280,88 @@ abstract class ColumnEncoder {
           element.add(f, a, i);
         }
       }
+    }
+  }
+
+  /**
+   * Exact writing of a double or decimal column (instead of float32): a decimal of scale 0 (that
+   * fits a long) and a double holding an integer below 2^63 as int64, anything else as bytes of
+   * its decimal text (a decimal's plain string; a double's shortest round-trip string, or NaN,
+   * Infinity, -Infinity). One kind per feature: an array is int64 only if all its values are.
+   */
+  static final class Exact {
+    private final String column;
+    private final DecimalType decimal;
+
+    private Exact(String column, DecimalType decimal) {
+      this.column = column;
+      this.decimal = decimal;
+    }
+
+    static Exact forType(String column, DataType t) {
+      if (t instanceof DoubleType) {
+        return new Exact(column, null);
+      }
+      if (t instanceof DecimalType) {
+        return new Exact(column, (DecimalType) t);
+      }
+      throw new IllegalArgumentException("option exactColumns names column " + column + " of type "
+          + t.simpleString() + ": only double and decimal columns (and arrays of them) are written exactly");
+    }
+
+    void fill(Feature f, InternalRow row, int o) {
+      if (decimal == null) {
+        double v = row.getDouble(o);
+        if (integral(v)) {
+          f.clear(Feature.INT64).addLong((long) v);
+        } else {
+          f.clear(Feature.BYTES).addBytes(text(v));
+        }
+        return;
+      }
+      Decimal d = row.getDecimal(o, decimal.precision(), decimal.scale());
+      if (decimal.scale() == 0 && decimal.precision() <= 18) {
+        f.clear(Feature.INT64).addLong(d.toLong());
+      } else {
+        f.clear(Feature.BYTES).addBytes(d.toJavaBigDecimal().toPlainString().getBytes(StandardCharsets.UTF_8));
+      }
+    }
+
+    void fill(Feature f, ArrayData a) {
+      int n = a.numElements();
+      boolean ints = true;
+      for (int i = 0; i < n; i++) {
+        if (a.isNullAt(i)) {
+          throw nullElement(column);
+        }
+        ints &= decimal == null ? integral(a.getDouble(i)) : decimal.scale() == 0 && decimal.precision() <= 18;
+      }
+      f.clear(ints ? Feature.INT64 : Feature.BYTES);
+      for (int i = 0; i < n; i++) {
+        if (decimal == null) {
+          double v = a.getDouble(i);
+          if (ints) {
+            f.addLong((long) v);
+          } else {
+            f.addBytes(text(v));
+          }
+        } else {
+          Decimal d = a.getDecimal(i, decimal.precision(), decimal.scale());
+          if (ints) {
+            f.addLong(d.toLong());
+          } else {
+            f.addBytes(d.toJavaBigDecimal().toPlainString().getBytes(StandardCharsets.UTF_8));
+          }
+        }
+      }
+    }
+
+    static boolean integral(double v) {
+      return v == Math.rint(v) && Math.abs(v) < 0x1p63 && !(v == 0 && 1 / v < 0);
+    }
+
+    static byte[] text(double v) {
+      return Double.toString(v).getBytes(StandardCharsets.UTF_8);
     }
   }
 

@@ -18,19 +18,25 @@ import tfhadoop.tfrecord.TFRecordReader;
 /**
  * Decodes records into rows of the read schema: data columns from features, partition columns as
  * constants. Built once per task from the schema: features not in the schema are skipped
- * undecoded (column pruning), missing features become nulls. A struct column {@code s} is read
- * from the flattened features {@code s.a}, {@code s.b}, ... (as the writer stores structs); it is
- * null when none of them is present.
+ * undecoded (column pruning), missing features become nulls, except under a non-nullable column,
+ * where they are an error naming feature, column, file and the record's offset (as is any value the
+ * column cannot hold: see {@link FeatureConverter}). A struct column {@code s} is read from the
+ * flattened features {@code s.a}, {@code s.b}, ... (as the writer stores structs); it is null when
+ * none of them is present.
  */
 final class RowDecoder implements ExampleDecoder.Sink {
   /** A column or struct field: a leaf feature slot, or a struct of children. */
   private static final class Node {
     final int slot;
     final Node[] children;
+    final String name;
+    final boolean nullable;
 
-    Node(int slot, Node[] children) {
+    Node(int slot, Node[] children, String name, boolean nullable) {
       this.slot = slot;
       this.children = children;
+      this.name = name;
+      this.nullable = nullable;
     }
   }
 
@@ -39,7 +45,10 @@ final class RowDecoder implements ExampleDecoder.Sink {
   private final int[] dataPositions;
   private final Node[] nodes;
   private final Map<String, Integer> slots = new HashMap<>();
-  private final List<FeatureConverter> converters = new ArrayList<>();
+  private final List<FeatureConverter> converterList = new ArrayList<>();
+  private final FeatureConverter[] converters;
+  private final java.util.Set<String> exactColumns;
+  private TFRecordReader current;
   private Feature[] features;
   private FeatureList[] lists;
   private boolean[] present;
@@ -51,9 +60,13 @@ final class RowDecoder implements ExampleDecoder.Sink {
    * @param readSchema the columns to produce, in order
    * @param constants per read column: the partition value (Catalyst form) for partition columns
    * @param isPartition per read column: whether it is a partition column
+   * @param exactColumns columns written exactly (option exactColumns): they also read int64 and
+   *     decimal-text features
    */
-  RowDecoder(RecordType recordType, StructType readSchema, Object[] constants, boolean[] isPartition) {
+  RowDecoder(RecordType recordType, StructType readSchema, Object[] constants, boolean[] isPartition,
+      java.util.Set<String> exactColumns) {
     this.recordType = recordType;
+    this.exactColumns = exactColumns;
     StructField[] fields = readSchema.fields();
     this.constants = constants;
     int n = 0;
@@ -68,10 +81,11 @@ final class RowDecoder implements ExampleDecoder.Sink {
         continue;
       }
       dataPositions[k] = i;
-      nodes[k++] = node(fields[i].name(), fields[i].dataType());
+      nodes[k++] = node(fields[i], fields[i].name());
     }
     names = new NameTable(slots);
-    int slotsN = converters.size();
+    converters = converterList.toArray(new FeatureConverter[0]);
+    int slotsN = converters.length;
     features = new Feature[slotsN];
     lists = new FeatureList[slotsN];
     present = new boolean[slotsN];
@@ -82,19 +96,26 @@ final class RowDecoder implements ExampleDecoder.Sink {
     }
   }
 
-  private Node node(String name, DataType type) {
+  private Node node(StructField field, String name) {
+    DataType type = field.dataType();
     if (type instanceof StructType && recordType != RecordType.BYTE_ARRAY) {
       StructField[] f = ((StructType) type).fields();
       Node[] children = new Node[f.length];
       for (int i = 0; i < f.length; i++) {
-        children[i] = node(name + "." + f[i].name(), f[i].dataType());
+        children[i] = node(f[i], name + "." + f[i].name());
       }
-      return new Node(-1, children);
+      return new Node(-1, children, name, field.nullable());
     }
-    int slot = converters.size();
+    int slot = converterList.size();
     slots.put(name, slot);
-    converters.add(FeatureConverter.forType(name, type));
-    return new Node(slot, null);
+    if (recordType != RecordType.BYTE_ARRAY) {
+      boolean mixed = field.metadata().contains(FeatureConverter.MIXED_NUMERIC);
+      converterList.add(FeatureConverter.forType(name, type,
+          new FeatureConverter.Rules(exactColumns.contains(name.toLowerCase(java.util.Locale.ROOT)), mixed)));
+    } else {
+      converterList.add(null);
+    }
+    return new Node(slot, null, name, field.nullable());
   }
 
   InternalRow decode(TFRecordReader r) throws IOException {
@@ -107,6 +128,7 @@ final class RowDecoder implements ExampleDecoder.Sink {
     }
     java.util.Arrays.fill(present, false);
     java.util.Arrays.fill(presentList, false);
+    current = r;
     try {
       if (recordType == RecordType.SEQUENCE_EXAMPLE) {
         decoder.decodeSequenceExample(r.buffer(), r.recordStart(), r.recordLength(), this);
@@ -116,8 +138,10 @@ final class RowDecoder implements ExampleDecoder.Sink {
       for (int i = 0; i < nodes.length; i++) {
         values[dataPositions[i]] = value(nodes[i]);
       }
+    } catch (MissingValue e) {
+      throw e;
     } catch (IOException e) {
-      throw new IOException(e.getMessage() + " (record at " + r.recordOffset() + " in " + r.file() + ")", e);
+      throw new IOException(e.getMessage() + " (record at offset " + r.recordOffset() + " of " + r.file() + ")", e);
     }
     return new GenericInternalRow(values);
   }
@@ -125,18 +149,59 @@ final class RowDecoder implements ExampleDecoder.Sink {
   private Object value(Node n) throws IOException {
     if (n.children == null) {
       int s = n.slot;
+      Object v;
       if (presentList[s]) {
-        return converters.get(s).convertList(lists[s]);
+        v = converters[s].convertList(lists[s]);
+      } else if (present[s]) {
+        v = converters[s].convert(features[s]);
+        if (v == null && !n.nullable) {
+          throw new MissingValue("feature '" + n.name + "' has no value in record at offset " + current.recordOffset()
+              + " of " + current.file() + ", but column " + n.name + " is not nullable");
+        }
+      } else {
+        v = null;
+        if (!n.nullable) {
+          throw new MissingValue("feature '" + n.name + "' is missing in record at offset " + current.recordOffset()
+              + " of " + current.file() + ", but column " + n.name + " is not nullable");
+        }
       }
-      return present[s] ? converters.get(s).convert(features[s]) : null;
+      return v;
     }
     Object[] v = new Object[n.children.length];
-    boolean any = false;
+    boolean any = anyPresent(n);
+    if (!any) {
+      if (!n.nullable) {
+        throw new MissingValue("no feature of struct column " + n.name + " (" + n.name + ".*) is present in record at"
+            + " offset " + current.recordOffset() + " of " + current.file() + ", but column " + n.name
+            + " is not nullable");
+      }
+      return null;
+    }
     for (int i = 0; i < v.length; i++) {
       v[i] = value(n.children[i]);
-      any |= v[i] != null;
     }
-    return any ? new GenericInternalRow(v) : null;
+    return new GenericInternalRow(v);
+  }
+
+  private boolean anyPresent(Node n) {
+    if (n.children == null) {
+      return present[n.slot] || presentList[n.slot];
+    }
+    for (Node c : n.children) {
+      if (anyPresent(c)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** A missing value under a non-nullable column; its message already names file and offset. */
+  static final class MissingValue extends IOException {
+    private static final long serialVersionUID = 1L;
+
+    MissingValue(String message) {
+      super(message);
+    }
   }
 
   @Override

@@ -49,6 +49,11 @@ final class RowEncoder {
 
   /** @param ordinals positions in the input row of the data columns (schema order) */
   RowEncoder(RecordType recordType, StructType schema, int[] ordinals) {
+    this(recordType, schema, ordinals, java.util.Collections.<String>emptySet());
+  }
+
+  /** @param exactColumns lower-cased columns written exactly (option exactColumns) */
+  RowEncoder(RecordType recordType, StructType schema, int[] ordinals, java.util.Set<String> exactColumns) {
     this.recordType = recordType;
     this.ordinals = ordinals;
     StructField[] fields = schema.fields();
@@ -83,14 +88,25 @@ final class RowEncoder {
         if (ColumnEncoder.isNested(f.dataType())) {
           if (recordType != RecordType.SEQUENCE_EXAMPLE) {
             throw new IllegalArgumentException("column " + f.name() + " is " + f.dataType().simpleString()
-                + ": arrays of arrays need recordType=SequenceExample");
+                + ": arrays of arrays (and of vectors) need recordType=SequenceExample");
           }
           encoders[i] = new ColumnEncoder.Nested(f.name(), f.dataType());
           lists[i] = new FeatureList();
         } else {
-          encoders[i] = new ColumnEncoder.Single(f.name(), f.dataType());
+          encoders[i] = new ColumnEncoder.Single(f.name(), f.dataType(),
+              exactColumns.contains(f.name().toLowerCase(java.util.Locale.ROOT)));
           features[i] = new Feature();
         }
+      }
+    }
+    for (String c : exactColumns) {
+      boolean found = false;
+      for (byte[] name : names) {
+        found |= name != null && new String(name, StandardCharsets.UTF_8).equalsIgnoreCase(c);
+      }
+      if (!found) {
+        throw new IllegalArgumentException("option exactColumns names " + c + ", which is not a column written"
+            + " (columns: " + schema.simpleString() + ")");
       }
     }
     outNames = new byte[n][];

@@ -223,13 +223,27 @@ final class SchemaInference implements java.io.Serializable {
         continue;
       }
       DataType elem = elementType(e.getValue().kinds);
-      t = t.add(e.getKey(), e.getValue().notSingle ? DataTypes.createArrayType(elem, true) : elem, true);
+      t = t.add(e.getKey(), e.getValue().notSingle ? DataTypes.createArrayType(elem, true) : elem, true,
+          metadata(e.getValue().kinds));
     }
     for (Map.Entry<String, Seen> e : lists.entrySet()) {
       DataType elem = elementType(e.getValue().kinds);
-      t = t.add(e.getKey(), DataTypes.createArrayType(DataTypes.createArrayType(elem, true), true), true);
+      t = t.add(e.getKey(), DataTypes.createArrayType(DataTypes.createArrayType(elem, true), true), true,
+          metadata(e.getValue().kinds));
     }
     return t;
+  }
+
+  /**
+   * A float column inferred from int64 and float features says so, so that its reader accepts the
+   * int64 values a float holds exactly (and only those).
+   */
+  private static org.apache.spark.sql.types.Metadata metadata(int kinds) {
+    org.apache.spark.sql.types.MetadataBuilder b = new org.apache.spark.sql.types.MetadataBuilder();
+    if (kinds == ((1 << Feature.FLOAT) | (1 << Feature.INT64))) {
+      b.putBoolean(FeatureConverter.MIXED_NUMERIC, true);
+    }
+    return b.build();
   }
 
   private static DataType elementType(int kinds) {

@@ -14,7 +14,9 @@ import tfhadoop.tfrecord.TFRecordOptions;
  * {@code path}/{@code paths}, {@code recordType}, {@code compression}/{@code codec}/{@code forceCodec},
  * {@code skipCorrupt}, {@code splittable}, {@code maxRecordBytes}, {@code samplingRatio} and
  * {@code inferSchemaMaxRecords} (schema inference), {@code recursiveFileLookup} (no partition
- * discovery), {@code partitionOverwriteMode} (static|dynamic), {@code maxPartitionBytes}.
+ * discovery), {@code partitionOverwriteMode} (static|dynamic), {@code maxPartitionBytes},
+ * {@code exactColumns} (comma-separated columns whose double/decimal values are written exactly
+ * instead of as float32, and read back from those exact forms).
  */
 public final class SourceOptions implements Serializable {
   private static final long serialVersionUID = 1L;
@@ -34,6 +36,8 @@ public final class SourceOptions implements Serializable {
   public final boolean recursiveFileLookup;
   public final long maxPartitionBytes;
   public final Map<String, String> raw;
+  /** Lower-cased names of the columns written (and read) exactly. */
+  public final java.util.Set<String> exactColumns;
 
   public SourceOptions(Map<String, String> options) {
     Map<String, String> lower = new HashMap<>();
@@ -51,6 +55,16 @@ public final class SourceOptions implements Serializable {
     this.inferSchemaMaxRecords = (long) parseDouble(lower, "inferschemamaxrecords", Long.MAX_VALUE);
     this.recursiveFileLookup = Boolean.parseBoolean(lower.getOrDefault("recursivefilelookup", "false"));
     String mpb = lower.get("maxpartitionbytes");
+    java.util.Set<String> exact = new java.util.HashSet<>();
+    String ex = lower.get("exactcolumns");
+    if (ex != null) {
+      for (String c : ex.split(",")) {
+        if (!c.trim().isEmpty()) {
+          exact.add(c.trim().toLowerCase(Locale.ROOT));
+        }
+      }
+    }
+    this.exactColumns = Collections.unmodifiableSet(exact);
     this.maxPartitionBytes = mpb == null || mpb.trim().isEmpty() ? -1 : TFRecordScan.parseBytes(mpb);
   }
 

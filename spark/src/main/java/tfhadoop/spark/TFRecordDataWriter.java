@@ -38,7 +38,7 @@ final class TFRecordDataWriter implements DataWriter<InternalRow> {
     this.conf = conf;
     this.fileName = String.format("part-%05d-%s-%d%s", partitionId, job.jobId, taskId,
         job.options.tfrecord.compression.extension(conf));
-    this.encoder = new RowEncoder(job.options.recordType, job.schema, job.dataOrdinals);
+    this.encoder = new RowEncoder(job.options.recordType, job.schema, job.dataOrdinals, job.options.exactColumns);
     this.partitionTypes = new DataType[job.partitionOrdinals.length];
     for (int i = 0; i < partitionTypes.length; i++) {
       partitionTypes[i] = job.schema.fields()[job.partitionOrdinals[i]].dataType();

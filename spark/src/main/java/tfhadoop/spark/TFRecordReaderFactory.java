@@ -53,7 +53,7 @@ final class TFRecordReaderFactory implements PartitionReaderFactory {
         }
       }
     }
-    return new RowDecoder(options.recordType, readSchema, constants, isPartition);
+    return new RowDecoder(options.recordType, readSchema, constants, isPartition, options.exactColumns);
   }
 
   TFRecordReader open(FileSlice slice) throws IOException {

@@ -55,7 +55,7 @@ final class TFRecordWriteBuilder implements WriteBuilder, SupportsTruncate, Supp
       partitions.addAll(JsonStrings.parseArray(enc));
     }
     final WriteJob job = new WriteJob(options.outputPath(), info.queryId(), info.schema(), partitions, options);
-    new RowEncoder(options.recordType, info.schema(), job.dataOrdinals); // validates the schema now
+    new RowEncoder(options.recordType, info.schema(), job.dataOrdinals, options.exactColumns); // validates the schema now
     final Configuration conf = SerializableConf.fromSession(options.raw);
     final SortOrder[] ordering = new SortOrder[partitions.size()];
     for (int i = 0; i < ordering.length; i++) {
