@@ -448,10 +448,13 @@ impl Decoder {
                             wire::feature_segments(buf, s, e, &mut self.seg, &mut self.scratch)?;
                         }
                         let col = &mut self.cols[c];
-                        col.feature(buf, &self.seg, rec, None)?;
+                        let n = col.feature(buf, &self.seg, rec, None)?;
                         col.seen += 1;
                         col.offs.push(col.nvals() as i64);
-                        col.valid.push(true);
+                        // an empty list under a (nullable) scalar column is null
+                        let empty_scalar = n == 0 && matches!(&col.spec, Some(s) if s.shape == Shape::Scalar);
+                        col.valid.push(!empty_scalar);
+                        col.nulls += empty_scalar as usize;
                     }
                 }
             }

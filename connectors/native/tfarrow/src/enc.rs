@@ -79,6 +79,7 @@ pub struct Column<'a> {
     kind: Kind,
     top: Node<'a>,
     seq: bool,
+    base: usize, // the record batch's own offset (a slice)
 }
 
 fn list_t(dt: &DataType) -> Option<(ListT, &DataType)> {
@@ -112,7 +113,7 @@ fn leaf_t(dt: &DataType) -> Option<(LeafT, Kind)> {
 }
 
 impl<'a> Column<'a> {
-    pub fn new(name: &str, dt: &DataType, arr: &'a FFI_ArrowArray, seq: bool) -> Result<Column<'a>, String> {
+    pub fn new(name: &str, dt: &DataType, arr: &'a FFI_ArrowArray, seq: bool, base: usize) -> Result<Column<'a>, String> {
         let mut levels = Vec::new();
         let mut node = Node { arr };
         let mut t = dt;
@@ -127,7 +128,7 @@ impl<'a> Column<'a> {
         if levels.len() > 2 || (levels.len() == 2 && !seq) {
             return Err(bad());
         }
-        Ok(Column { key: name.as_bytes().to_vec(), name: name.to_string(), levels, leaf: node, leaf_t, kind, top: Node { arr }, seq })
+        Ok(Column { key: name.as_bytes().to_vec(), name: name.to_string(), levels, leaf: node, leaf_t, kind, top: Node { arr }, seq, base })
     }
 
     fn null_inside(&self, row: usize) -> String {
@@ -234,14 +235,15 @@ impl<'a> Column<'a> {
 
     /// The map entry of this column for `row` appended to `out` (nothing for a null cell).
     fn entry(&self, row: usize, out: &mut Vec<u8>, s: &mut Bufs) -> Result<(), String> {
-        if !self.top.valid(row) {
+        let r = row + self.base;
+        if !self.top.valid(r) {
             return Ok(());
         }
         s.value.clear();
         if self.seq {
             let (outer, ot) = &self.levels[0];
             let (mid, mt) = &self.levels[1];
-            let (a, b) = outer.range(*ot, row);
+            let (a, b) = outer.range(*ot, r);
             for k in a..b {
                 if !mid.valid(k) {
                     return Err(self.null_inside(row));
@@ -254,9 +256,9 @@ impl<'a> Column<'a> {
                 s.value.extend_from_slice(&s.feat);
             }
         } else if self.levels.is_empty() {
-            self.feature(row, row + 1, row, &mut s.value, &mut s.tmp)?;
+            self.feature(r, r + 1, row, &mut s.value, &mut s.tmp)?;
         } else {
-            let (a, b) = self.levels[0].0.range(self.levels[0].1, row);
+            let (a, b) = self.levels[0].0.range(self.levels[0].1, r);
             self.feature(a, b, row, &mut s.value, &mut s.tmp)?;
         }
         let k = self.key.len();

@@ -161,10 +161,7 @@ fn encode<'py>(
     let mut cols = Vec::new();
     for &i in &order {
         let f = &s.fields()[i];
-        cols.push(enc::Column::new(f.name(), f.data_type(), arr.child(i), feature_lists[i]).map_err(PyTypeError::new_err)?);
-    }
-    if arr.offset() != 0 {
-        return Err(PyValueError::new_err("a sliced record batch at the top level is not supported"));
+        cols.push(enc::Column::new(f.name(), f.data_type(), arr.child(i), feature_lists[i], arr.offset()).map_err(PyTypeError::new_err)?);
     }
     let rows = arr.len();
     let out = PyList::empty(py);
