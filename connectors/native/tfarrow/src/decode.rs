@@ -408,8 +408,22 @@ impl Decoder {
         Some(i)
     }
 
-    /// Decode one serialized record.
+    /// Decode one serialized record. A malformed record is reported as such even when a schema
+    /// problem shows first (the pure path parses the whole record before looking at values).
     pub fn add(&mut self, buf: &[u8], rec: usize) -> DResult<()> {
+        match self.add_inner(buf, rec) {
+            Err(DErr::Schema(m)) => {
+                let mut v = Decoder::new(Some(Vec::new()), self.sequence, String::new());
+                match v.add_inner(buf, rec) {
+                    Err(DErr::Malformed(x)) => Err(DErr::Malformed(x)),
+                    _ => Err(DErr::Schema(m)),
+                }
+            }
+            other => other,
+        }
+    }
+
+    fn add_inner(&mut self, buf: &[u8], rec: usize) -> DResult<()> {
         self.slots.clear();
         self.slots.resize(self.cols.len(), None);
         self.values_store.clear();
@@ -467,7 +481,7 @@ impl Decoder {
     fn map(&mut self, buf: &[u8], start: usize, end: usize, seq: bool) -> DResult<()> {
         let mut pos = start;
         while pos < end {
-            let (field, w) = wire::tag(buf, &mut pos)?;
+            let (field, w) = wire::tag(&buf[..end], &mut pos)?;
             if w != 2 {
                 wire::skip(buf, &mut pos, end, field, w, 0)?;
                 continue;
@@ -537,7 +551,7 @@ impl Decoder {
             let (s, e) = self.values_store[i];
             let mut pos = s;
             while pos < e {
-                let (field, w) = wire::tag(buf, &mut pos)?;
+                let (field, w) = wire::tag(&buf[..e], &mut pos)?;
                 if w != 2 {
                     wire::skip(buf, &mut pos, e, field, w, 0)?;
                     continue;

@@ -68,7 +68,7 @@ pub fn tag(buf: &[u8], pos: &mut usize) -> WResult<(u32, u8)> {
 /// End of a length-delimited field whose length varint starts at `pos` (moved past it).
 #[inline(always)]
 pub fn delimited(buf: &[u8], pos: &mut usize, end: usize) -> WResult<usize> {
-    let n = varint(buf, pos)?;
+    let n = varint(&buf[..end], pos)?;
     if n > (end - *pos) as u64 {
         return Err("length overruns its message");
     }
@@ -283,14 +283,14 @@ pub fn map_entry<'a>(buf: &'a [u8], s: usize, e: usize, values: &mut Vec<(usize,
     fields(buf, s, e, |field, a, b| {
         if field == 1 {
             key = &buf[a..b];
+            if std::str::from_utf8(key).is_err() {
+                return Err("feature name is not UTF-8");
+            }
         } else if field == 2 {
             values.push((a, b));
         }
         Ok(())
     })?;
-    if std::str::from_utf8(key).is_err() {
-        return Err("feature name is not UTF-8");
-    }
     Ok(key)
 }
 
