@@ -34,12 +34,12 @@ _ARROW = {INT64: pa.int64(), FLOAT: pa.float32(), BYTES: pa.binary()}
 class _Stats:
     """What inference knows about one feature so far."""
 
-    __slots__ = ("kind", "lengths", "utf8", "seen", "inner")
+    __slots__ = ("kind", "lengths", "utf8", "seen", "bad_utf8")
 
     def __init__(self):
-        self.kind, self.lengths, self.utf8, self.seen, self.inner = None, set(), True, 0, None
+        self.kind, self.lengths, self.utf8, self.seen, self.bad_utf8 = None, set(), True, 0, 0
 
-    def add(self, kind, values):
+    def add(self, kind, values, rec=0):
         self.seen += 1
         if kind is not None:
             if self.kind is not None and self.kind != kind:
@@ -51,11 +51,14 @@ class _Stats:
                 for v in values:
                     v.decode("utf-8")
             except UnicodeDecodeError:
-                self.utf8 = False
+                self.utf8, self.bad_utf8 = False, rec
 
-    def arrow_type(self, bytes_as: str, scalar_ok: bool = True):
+    def arrow_type(self, name: str, bytes_as: str, scalar_ok: bool = True):
         base = _ARROW[self.kind or BYTES]
         if (self.kind or BYTES) == BYTES and (bytes_as == "string" or (bytes_as == "auto" and self.utf8 and self.kind)):
+            if not self.utf8:
+                raise _decode_error(f"feature '{name}' value in record {self.bad_utf8} is not UTF-8 (the schema says string)",
+                                    self.bad_utf8, False)
             base = pa.string()
         if len(self.lengths) == 1:
             (n,) = self.lengths
@@ -66,72 +69,275 @@ class _Stats:
         return pa.list_(base)
 
 
-def _scan(decoded_rows, record_type: str):
-    ctx: dict[str, _Stats] = {}
-    seq: dict[str, tuple[_Stats, _Stats]] = {}  # (per step values, step counts)
-    rows = 0
-    for row in decoded_rows:
-        rows += 1
+def _scan(decoded_rows, record_type: str, stats, base: int) -> None:
+    """Add decoded rows to the inference statistics ``stats`` = (context, feature lists)."""
+    ctx, seq = stats
+    for i, row in enumerate(decoded_rows):
+        rec = base + i
         context, lists = row if record_type == "SequenceExample" else (row, {})
-        for name, (kind, values) in context.items():
-            try:
-                ctx.setdefault(name, _Stats()).add(kind, values)
-            except ValueError as exc:
-                raise ValueError(f"feature {name!r} (record {rows - 1}): {exc}") from None
-        for name, steps in lists.items():
-            steps_stats, count = seq.setdefault(name, (_Stats(), _Stats()))
-            count.add(None, steps)
-            for kind, values in steps:
-                steps_stats.add(kind, values)
-    return rows, ctx, seq
-
-
-def infer_schema(records, record_type: str = "Example", bytes_as: str = "auto") -> pa.Schema:
-    """Arrow schema for serialized records (an iterable of bytes); see the module docstring."""
-    if record_type != "SequenceExample":
-        return _infer(_example_features(records), record_type, bytes_as)
-    return _infer(_decode_all(records, record_type, typed=True), record_type, bytes_as)
-
-
-def _example_features(records):
-    """Per record ``{name: (kind, values)}`` straight from the upb message (no list copies)."""
-    from tfhadoop.connectors import example_proto as pb
-
-    parse = pb.Example.FromString
-    kinds = {"int64_list": INT64, "float_list": FLOAT, "bytes_list": BYTES}
-    for i, rec in enumerate(records):
         try:
-            fmap = parse(rec).features.feature
-        except Exception as exc:  # noqa: BLE001 - protobuf's DecodeError
-            raise _ex.ExampleDecodeError(f"record {i} is not a serialized Example: {exc}") from None
-        row = {}
-        for name, f in fmap.items():
-            which = f.WhichOneof("kind")
-            row[name] = (kinds[which], getattr(f, which).value) if which else (None, ())
-        yield row
+            for name, (kind, values) in context.items():
+                ctx.setdefault(name, _Stats()).add(kind, values, rec)
+            for name, steps in lists.items():
+                steps_stats, count = seq.setdefault(name, (_Stats(), _Stats()))
+                count.add(None, steps, rec)
+                for kind, values in steps:
+                    steps_stats.add(kind, values, rec)
+        except ValueError as exc:
+            raise _decode_error(f"feature '{name}' (record {rec}): {exc}", rec, False) from None
 
 
-def _infer(decoded, record_type, bytes_as) -> pa.Schema:
-    rows, ctx, seq = _scan(decoded, record_type)
+def _infer_from(stats, rows: int, bytes_as: str) -> pa.Schema:
+    ctx, seq = stats
     fields = []
     for name in sorted(ctx):
         st = ctx[name]
-        fields.append(pa.field(name, st.arrow_type(bytes_as), nullable=st.seen < rows))
+        fields.append(pa.field(name, st.arrow_type(name, bytes_as), nullable=st.seen < rows))
     for name in sorted(seq):
         st, _count = seq[name]
-        inner = st.arrow_type(bytes_as, scalar_ok=False) if st.seen else pa.list_(pa.binary())
+        inner = st.arrow_type(name, bytes_as, scalar_ok=False) if st.seen else pa.list_(pa.binary())
         fields.append(
             pa.field(name, pa.list_(inner), nullable=_count.seen < rows, metadata={b"tfhadoop.feature_list": b"1"})
         )
     return pa.schema(fields)
 
 
-def read_table(paths, schema: pa.Schema | None = None, record_type: str = "Example", compression: str | None = None,
-               bytes_as: str = "auto") -> pa.Table:
-    """All records of TFRecord files (paths, globs, directories, hdfs:// or fsspec URLs) as a table."""
-    from tfhadoop.connectors.tfrecord import read_records
+# ------------------------------------------------------------------------- native or pure
 
-    return examples_to_table(list(read_records(paths, compression)), schema, record_type, bytes_as)
+
+def _native_module():
+    """The Rust extension (connectors/native/tfarrow), or None with a one-time warning."""
+    global _NATIVE
+    if _NATIVE is None:
+        try:
+            from tfhadoop.connectors import _tfarrow
+
+            _NATIVE = _tfarrow
+        except ImportError as exc:
+            import warnings
+
+            warnings.warn(f"tfhadoop's native Arrow codec is not built ({exc}); using the pure-Python path, "
+                          "~20x slower (run `make native`)", RuntimeWarning, stacklevel=3)
+            _NATIVE = False
+    return _NATIVE or None
+
+
+_NATIVE = None
+
+
+def _use_native(native):
+    if native is False:
+        return None
+    mod = _native_module()
+    if native and mod is None:
+        raise RuntimeError("the native Arrow codec (_tfarrow) is not built: run `make native`")
+    return mod
+
+
+def _locate(exc: Exception, origins) -> Exception:
+    """The same error, prefixed with the file and byte offset of the record it names."""
+    rec = getattr(exc, "record", None)
+    if origins is None or rec is None:
+        return exc
+    path, offset = origins(rec)
+    new = type(exc)(f"{path}: record at offset {offset}: {exc}")
+    new.record = rec
+    return new
+
+
+def _decode_error(msg: str, rec: int, malformed: bool) -> Exception:
+    exc = _ex.ExampleDecodeError(msg) if malformed else ValueError(msg)
+    exc.record = rec
+    return exc
+
+
+def _leaf(t):
+    while _is_list(t):
+        t = t.value_type
+    return t
+
+
+class _Batches:
+    """Serialized records -> record batches, natively or through the pure reference path.
+
+    ``schema=None`` infers while decoding (one pass: columns are kept as they are discovered);
+    ``add`` may be called any number of times, ``finish`` returns what was added since the last
+    ``finish``. With ``keep=False`` values are dropped after each ``add`` (a schema-only pass)."""
+
+    def __init__(self, schema, record_type, bytes_as="auto", native=None, keep=True):
+        self.schema, self.record_type, self.bytes_as, self.keep = schema, record_type, bytes_as, keep
+        self.seq = record_type == "SequenceExample"
+        self.mod = _use_native(native)
+        self.rows = 0
+        if self.mod is not None:
+            if schema is None:
+                self.dec = self.mod.Decoder(None, sequence=self.seq, bytes_as=bytes_as)
+            else:
+                fl = [self.seq and _is_feature_list(f) for f in schema]
+                self.dec = self.mod.Decoder(schema.__arrow_c_schema__(), fl, [str(f.type) for f in schema],
+                                            [str(_leaf(f.type)) for f in schema], self.seq, bytes_as)
+        else:
+            self.pending, self.stats = [], ({}, {})
+
+    def add(self, records: list) -> None:
+        if self.mod is not None:
+            try:
+                self.dec.add(records)
+            except self.mod.DecodeError as exc:
+                raise _decode_error(*exc.args) from None
+            if not self.keep:
+                self.dec.clear()
+        else:
+            decoded = _pure_decode(records, self.record_type, self.rows)
+            if self.schema is None:
+                _scan(decoded, self.record_type, self.stats, self.rows)
+            else:
+                _pure_check(decoded, self.schema, self.record_type, self.rows)
+            if self.keep:
+                self.pending.extend(decoded)
+        self.rows += len(records)
+
+    def inferred(self) -> pa.Schema:
+        if self.mod is not None:
+            s = pa.Schema._import_from_c_capsule(self.dec.schema()) if hasattr(pa.Schema, "_import_from_c_capsule") \
+                else pa.schema(pa.DataType._import_from_c_capsule(self.dec.schema()))
+            return pa.schema(list(s))
+        return _infer_from(self.stats, self.rows, self.bytes_as)
+
+    def finish(self) -> pa.RecordBatch:
+        if self.mod is not None:
+            try:
+                s, a = self.dec.finish()
+            except ValueError as exc:
+                raise ValueError(str(exc)) from None
+            batch = pa.RecordBatch._import_from_c_capsule(s, a)
+            if self.schema is not None:
+                batch = pa.RecordBatch.from_arrays(batch.columns, schema=self.schema)
+            return batch
+        schema = self.schema if self.schema is not None else _infer_from(self.stats, self.rows, self.bytes_as)
+        decoded, self.pending = self.pending, []
+        return _pure_batch(decoded, schema, self.record_type)
+
+
+def infer_schema(records, record_type: str = "Example", bytes_as: str = "auto", native=None) -> pa.Schema:
+    """Arrow schema for serialized records (an iterable of bytes); see the module docstring."""
+    b = _Batches(None, record_type, bytes_as, native, keep=False)
+    chunk = []
+    for r in records:
+        chunk.append(r)
+        if len(chunk) >= 8192:
+            b.add(chunk)
+            chunk = []
+    b.add(chunk)
+    return b.inferred()
+
+
+def examples_to_table(records, schema: pa.Schema | None = None, record_type: str = "Example", bytes_as: str = "auto",
+                      native=None) -> pa.Table:
+    """Decode serialized records into a table (schema inferred from all of them, in the same pass,
+    when not given). Features not in the schema are ignored; a record without a feature gives
+    null. ``native=False`` takes the pure-Python reference path."""
+    b = _Batches(schema, record_type, bytes_as, native)
+    b.add(records if isinstance(records, list) else list(records))
+    batch = b.finish()
+    return pa.Table.from_batches([batch], schema=batch.schema)
+
+
+def _with_offsets(paths, compression):
+    from tfhadoop.connectors import fileio
+    from tfhadoop.connectors.tfrecord import TFRecordReader
+
+    for path in fileio.expand(paths):
+        with TFRecordReader(path, compression) as reader:
+            for offset, data in reader.with_offsets():
+                yield path, offset, data
+
+
+def iter_record_batches(paths, schema: pa.Schema | None = None, record_type: str = "Example", compression: str | None = None,
+                        bytes_as: str = "auto", batch_rows: int = 65536, native=None, on_bytes=None):
+    """Record batches of at most ``batch_rows`` rows from TFRecord files, in bounded memory. With
+    ``schema=None`` a first pass infers the schema (keeping no values). Errors name the file and
+    the record's byte offset. ``on_bytes(n)`` is told the framed bytes consumed (progress)."""
+    if schema is None:
+        schema = _stream_schema(paths, None, record_type, compression, bytes_as, batch_rows, native, on_bytes)
+    yield from _stream(paths, schema, record_type, compression, bytes_as, batch_rows, native, on_bytes)
+
+
+def _stream(paths, schema, record_type, compression, bytes_as, batch_rows, native, on_bytes, keep=True):
+    b = _Batches(schema, record_type, bytes_as, native, keep=keep)
+    chunk, origins = [], []
+    base = 0
+
+    def flush():
+        nonlocal base
+        try:
+            b.add(chunk)
+        except ValueError as exc:
+            raise _locate(exc, lambda rec: origins[rec - base]) from None
+        base += len(chunk)
+        if on_bytes is not None:
+            on_bytes(sum(len(r) for r in chunk) + 16 * len(chunk))
+        chunk.clear()
+        origins.clear()
+
+    records = _with_offsets(paths, compression)
+    if keep:
+        for path, offset, data in records:
+            chunk.append(data)
+            origins.append((path, offset))
+            if len(chunk) >= batch_rows:
+                flush()
+                yield b.finish()
+        if chunk or not b.rows:
+            flush()
+            yield b.finish()
+        return None
+    for path, offset, data in records:
+        chunk.append(data)
+        origins.append((path, offset))
+        if len(chunk) >= batch_rows:
+            flush()
+    flush()
+    return b.inferred()
+
+
+def _stream_schema(*args):
+    gen = _stream(*args, keep=False)
+    try:
+        while True:
+            next(gen)
+    except StopIteration as stop:
+        return stop.value
+
+
+def read_table(paths, schema: pa.Schema | None = None, record_type: str = "Example", compression: str | None = None,
+               bytes_as: str = "auto", native=None) -> pa.Table:
+    """All records of TFRecord files (paths, globs, directories, hdfs:// or fsspec URLs) as a table.
+    Without a schema it is inferred in the same pass that decodes (no second read)."""
+    b = _Batches(schema, record_type, bytes_as, native)
+    chunk, origins, batches = [], [], []
+    base = 0
+
+    def flush():
+        nonlocal base
+        try:
+            b.add(chunk)
+        except ValueError as exc:
+            raise _locate(exc, lambda rec: origins[rec - base]) from None
+        base += len(chunk)
+        chunk.clear()
+        origins.clear()
+
+    for path, offset, data in _with_offsets(paths, compression):
+        chunk.append(data)
+        origins.append((path, offset))
+        if len(chunk) >= 65536:
+            flush()
+            if schema is not None:
+                batches.append(b.finish())
+    flush()
+    batches.append(b.finish())
+    return pa.Table.from_batches(batches, schema=batches[-1].schema)
 
 
 def write_table(data, path: str, record_type: str = "Example", compression: str | None = None) -> int:
@@ -141,9 +347,19 @@ def write_table(data, path: str, record_type: str = "Example", compression: str 
     return write_records(path, table_to_examples(data, record_type), compression)
 
 
-def _decode_all(records, record_type, typed):
+# ------------------------------------------------------------------ pure-Python reference path
+
+
+def _pure_decode(records, record_type, base):
     decode = _ex.decode_sequence_example if record_type == "SequenceExample" else _ex.decode_example
-    return [decode(r, typed) for r in records]
+    out = []
+    for i, r in enumerate(records):
+        try:
+            out.append(decode(r, True))
+        except _ex.ExampleDecodeError as exc:
+            detail = str(exc).split(": ", 1)[-1]
+            raise _decode_error(f"record {base + i} is not a serialized {record_type}: {detail}", base + i, True) from None
+    return out
 
 
 def _is_feature_list(field: pa.Field) -> bool:
@@ -155,132 +371,104 @@ def _is_list(t) -> bool:
     return pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
 
 
-def _column(name, field: pa.Field, cells: list):
-    """Python values for one column from each record's list (None = feature absent)."""
-    t = field.type
-    if _is_list(t):
-        if pa.types.is_string(t.value_type):
-            cells = [None if c is None else [v.decode("utf-8") for v in c] for c in cells]
-        return cells
-    out = []
-    string = pa.types.is_string(t)
-    for c in cells:
-        if c is None or not c:
-            out.append(None)
-        elif len(c) != 1:
-            raise ValueError(f"feature {name!r} has {len(c)} values where the schema says one")
+_RANGES = {"int8": 7, "int16": 15, "int32": 31, "uint8": 8, "uint16": 16, "uint32": 32, "uint64": 63, "bool": 1}
+
+
+class _FieldRule:
+    """What the schema allows for one field, checked exactly like the native decoder does."""
+
+    def __init__(self, field: pa.Field, seq: bool):
+        self.name, self.seq, self.nullable, self.type_name = field.name, seq, field.nullable, str(field.type)
+        t = field.type.value_type if seq else field.type
+        self.size = t.list_size if pa.types.is_fixed_size_list(t) else None
+        self.scalar = not _is_list(t)
+        leaf = _leaf(t)
+        self.leaf_name = str(leaf)
+        if pa.types.is_integer(leaf) or pa.types.is_boolean(leaf):
+            self.kind = INT64
+        elif pa.types.is_floating(leaf) and not pa.types.is_float16(leaf):
+            self.kind = FLOAT
+        elif pa.types.is_binary(leaf) or pa.types.is_large_binary(leaf) or pa.types.is_string(leaf) or pa.types.is_large_string(leaf):
+            self.kind = BYTES
         else:
-            out.append(c[0].decode("utf-8") if string else c[0])
-    return out
+            raise TypeError(f"column {field.name!r} of type {field.type} cannot be decoded from tf.train.Feature values")
+        self.utf8 = pa.types.is_string(leaf) or pa.types.is_large_string(leaf)
+        bits = _RANGES.get(self.leaf_name)
+        self.range = None
+        if bits is not None:
+            signed = self.leaf_name.startswith("int")
+            self.range = (-(1 << bits), (1 << bits) - 1) if signed else (0, (1 << bits) - 1)
+            if self.leaf_name == "uint64":
+                self.range = (0, (1 << 63) - 1)
+
+    def check(self, kind, values, rec, step=None):
+        name = self.name
+        if kind is not None and kind != self.kind:
+            raise _decode_error(f"feature '{name}' in record {rec} holds {kind} values but the schema says {self.type_name}", rec, False)
+        n = len(values)
+        want = 1 if self.scalar and not self.seq else self.size
+        if want is not None and n != want and not (n == 0 and self.scalar and self.nullable and step is None):
+            at = f"step {step} of record {rec}" if step is not None else f"record {rec}"
+            says = "one" if self.scalar and not self.seq else str(want)
+            raise _decode_error(f"feature '{name}' has {n} values in {at} where the schema says {says}", rec, False)
+        if self.range is not None:
+            lo, hi = self.range
+            for v in values:
+                if v < lo or v > hi:
+                    raise _decode_error(f"feature '{name}' value {v} in record {rec} does not fit {self.leaf_name}", rec, False)
+        if self.utf8:
+            for v in values:
+                try:
+                    v.decode("utf-8")
+                except UnicodeDecodeError:
+                    raise _decode_error(f"feature '{name}' value in record {rec} is not UTF-8 (the schema says {self.leaf_name})",
+                                        rec, False) from None
 
 
-def examples_to_table(records, schema: pa.Schema | None = None, record_type: str = "Example", bytes_as: str = "auto") -> pa.Table:
-    """Decode serialized records into a table (schema inferred from all of them when not given).
-    Features not in the schema are dropped; a record without a feature gives null."""
-    if record_type != "SequenceExample":
-        records = records if isinstance(records, list) else list(records)
-        if schema is None:
-            schema = infer_schema(records, record_type, bytes_as)
-        return _examples_columnar(records, schema)
-    if schema is None:
-        decoded = _decode_all(records, record_type, typed=True)
-        schema = _infer(decoded, record_type, bytes_as)
-        decoded = [({k: v[1] for k, v in c.items()}, {k: [s[1] for s in v] for k, v in s_.items()}) for c, s_ in decoded]
-    else:
-        decoded = _decode_all(records, record_type, typed=False)
-    arrays = []
-    for field in schema:
-        name = field.name
-        if _is_feature_list(field):
-            cells = [row[1].get(name) for row in decoded]
-            if pa.types.is_string(field.type.value_type.value_type):
-                cells = [None if c is None else [[v.decode("utf-8") for v in s] for s in c] for c in cells]
-        else:
-            cells = _column(name, field, [row[0].get(name) for row in decoded])
-        try:
-            arrays.append(pa.array(cells, type=field.type))
-        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
-            raise ValueError(f"feature {name!r} does not fit {field.type}: {exc}") from None
-    return pa.Table.from_arrays(arrays, schema=schema)
+def _rules(schema, record_type):
+    seq = record_type == "SequenceExample"
+    return [_FieldRule(f, seq and _is_feature_list(f)) for f in schema]
 
 
-def _examples_columnar(records: list, schema: pa.Schema) -> pa.Table:
-    """Examples -> table without per-row Python lists: each feature's values go into one flat
-    list (plus offsets), which Arrow turns into arrays in C. ~5x the row-wise path."""
-    from tfhadoop.connectors import example_proto as pb
-
-    parse = pb.Example.FromString
-    names = [f.name for f in schema]
-    flat = {n: [] for n in names}
-    offsets = {n: [0] for n in names}
-    missing = {n: [] for n in names}
-    cols = [(n, flat[n], offsets[n], missing[n]) for n in names]
-    row = 0
-    for rec in records:
-        try:
-            fmap = parse(rec).features.feature
-        except Exception as exc:  # noqa: BLE001 - protobuf's DecodeError
-            raise _ex.ExampleDecodeError(f"record {row} is not a serialized Example: {exc}") from None
-        for name, values, offs, miss in cols:
-            f = fmap.get(name)
-            if f is None:
-                miss.append(row)
+def _pure_check(decoded, schema, record_type, base):
+    """Row by row, field by field: the first problem wins, as in the native decoder."""
+    rules = _rules(schema, record_type)
+    seq = record_type == "SequenceExample"
+    for i, row in enumerate(decoded):
+        rec = base + i
+        context, lists = row if seq else (row, {})
+        for rule in rules:
+            got = (lists if rule.seq else context).get(rule.name)
+            if got is None:
+                if not rule.nullable:
+                    raise _decode_error(f"feature '{rule.name}' is missing from record {rec} but the schema says not null", rec, False)
+            elif rule.seq:
+                for s, (kind, values) in enumerate(got):
+                    rule.check(kind, values, rec, s)
             else:
-                which = f.WhichOneof("kind")
-                if which:
-                    values.extend(getattr(f, which).value)
-            offs.append(len(values))
-        row += 1
-    arrays = [_build(f, flat[f.name], offsets[f.name], missing[f.name], row) for f in schema]
-    return pa.Table.from_arrays(arrays, schema=schema)
+                rule.check(got[0], got[1], rec)
 
 
-def _leaf_array(name, values, leaf):
-    try:
-        if pa.types.is_string(leaf):
-            return pa.array(values, pa.binary()).cast(pa.string())
-        return pa.array(values, leaf)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
-        raise ValueError(f"feature {name!r} does not fit {leaf}: {exc}") from None
-
-
-def _build(field: pa.Field, values: list, offsets: list, missing: list, rows: int) -> pa.Array:
-    import numpy as np
-
-    t, name = field.type, field.name
-    leaf = t.value_type if _is_list(t) else t
-    if _is_list(leaf):
-        raise ValueError(f"feature {name!r}: nested lists need record_type='SequenceExample'")
-    flat = _leaf_array(name, values, leaf)
-    offs = np.asarray(offsets, dtype=np.int64)
-    counts = np.diff(offs)
-    mask = None
-    if missing:
-        if not field.nullable:
-            raise ValueError(f"feature {name!r} is missing from record {missing[0]} but the schema says not null")
-        mask = np.zeros(rows, dtype=bool)
-        mask[missing] = True
-    if not _is_list(t):
-        if (counts > 1).any():
-            bad = int(np.argmax(counts > 1))
-            raise ValueError(f"feature {name!r} has {int(counts[bad])} values in record {bad} where the schema says one")
-        if len(flat) == rows:
-            return flat
-        idx = pa.array(np.where(counts == 1, offs[:-1], 0), mask=counts != 1)
-        return flat.take(idx)
-    if pa.types.is_fixed_size_list(t):
-        size = t.list_size
-        present = ~mask if mask is not None else np.ones(rows, dtype=bool)
-        wrong = present & (counts != size)
-        if wrong.any():
-            bad = int(np.argmax(wrong))
-            raise ValueError(f"feature {name!r} has {int(counts[bad])} values in record {bad} where the schema says {size}")
-        if mask is None:
-            return pa.FixedSizeListArray.from_arrays(flat, size)
-        return pa.ListArray.from_arrays(pa.array(offs, pa.int64()).cast(pa.int32()), flat, mask=pa.array(mask)).cast(t)
-    list_cls = pa.LargeListArray if pa.types.is_large_list(t) else pa.ListArray
-    off_type = pa.int64() if pa.types.is_large_list(t) else pa.int32()
-    return list_cls.from_arrays(pa.array(offs, off_type), flat, mask=pa.array(mask) if mask is not None else None).cast(t)
+def _pure_batch(decoded, schema, record_type) -> pa.RecordBatch:
+    seq = record_type == "SequenceExample"
+    rules = _rules(schema, record_type)
+    arrays = []
+    for field, rule in zip(schema, rules):
+        leaf = _leaf(field.type)
+        conv = (lambda v: v.decode("utf-8")) if rule.utf8 else bool if pa.types.is_boolean(leaf) else None
+        cells = []
+        for row in decoded:
+            context, lists = row if seq else (row, {})
+            got = (lists if rule.seq else context).get(rule.name)
+            if got is None:
+                cells.append(None)
+            elif rule.seq:
+                cells.append([[conv(v) for v in s[1]] if conv else list(s[1]) for s in got])
+            else:
+                values = [conv(v) for v in got[1]] if conv else list(got[1])
+                cells.append((values[0] if values else None) if rule.scalar else values)
+        arrays.append(pa.array(cells, type=field.type))
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
 def _python_cells(column: pa.ChunkedArray | pa.Array, name: str):
@@ -313,34 +501,88 @@ def _map_leaves(cells, fn):
     return [None if c is None else _map_leaves(c, fn) if isinstance(c, list) else fn(c) for c in cells]
 
 
-def table_to_examples(data, record_type: str = "Example", deterministic: bool = False):
+def table_to_examples(data, record_type: str = "Example", deterministic: bool = False, native=None):
     """Yield a serialized record per row of a Table/RecordBatch. Null cells leave the feature out;
-    scalars become one-value lists. For SequenceExample, list-of-list columns become feature
-    lists and the other columns context features."""
+    scalars become one-value lists; a null inside a list is an error (a Feature cannot hold it).
+    For SequenceExample, list-of-list columns become feature lists, the others context features.
+    ``deterministic`` writes features sorted by name (protobuf's deterministic serialization)."""
     if isinstance(data, pa.RecordBatch):
         data = pa.Table.from_batches([data])
+    seq = record_type == "SequenceExample"
+    for field in data.schema:
+        if _is_list(field.type) and _is_list(field.type.value_type) and not seq:
+            raise TypeError(f"column {field.name!r} ({field.type}) is a list of lists: write it as SequenceExample")
+    mod = _use_native(native)
     for batch in data.to_batches(max_chunksize=8192):
-        columns = []
-        for field, col in zip(batch.schema, batch.columns):
-            kind, cells = _python_cells(col, field.name)
-            nested = _is_list(field.type) and _is_list(field.type.value_type)
-            if nested and record_type != "SequenceExample":
-                raise TypeError(f"column {field.name!r} ({field.type}) is a list of lists: write it as SequenceExample")
-            columns.append((field.name, kind, cells, _is_list(field.type), nested))
-        for i in range(batch.num_rows):
-            context, lists = {}, {}
-            for name, kind, cells, is_list, nested in columns:
-                v = cells[i]
-                if v is None:
-                    continue
-                if nested:
-                    lists[name] = [(kind, [] if s is None else s) for s in v]
-                else:
-                    context[name] = (kind, [x for x in v if x is not None] if is_list else [v])
-            if record_type == "SequenceExample":
-                yield _ex.encode_sequence_example(context, lists, deterministic=deterministic)
+        if mod is not None:
+            batch = _encodable(batch)
+            names = batch.schema.names
+            order = sorted(range(len(names)), key=lambda i: names[i].encode("utf-8")) if deterministic else list(range(len(names)))
+            fl = [seq and _is_list(f.type) and _is_list(f.type.value_type) for f in batch.schema]
+            s, a = batch.__arrow_c_array__()
+            try:
+                yield from mod.encode(s, a, fl, order, seq)
+            except TypeError as exc:
+                raise TypeError(f"{exc} (int, float, bool, string, binary and lists of them)") from None
+            continue
+        yield from _pure_encode(batch, seq, deterministic)
+
+
+def _encodable(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """Dictionary, decimal, float16 and view leaves cast to what the native encoder reads."""
+    def plain(t):
+        if _is_list(t):
+            inner = plain(t.value_type)
+            if inner == t.value_type:
+                return t
+            if pa.types.is_fixed_size_list(t):
+                return pa.list_(inner, t.list_size)
+            return pa.large_list(inner) if pa.types.is_large_list(t) else pa.list_(inner)
+        if pa.types.is_dictionary(t):
+            return plain(t.value_type)
+        if pa.types.is_decimal(t):
+            return pa.float64()
+        if pa.types.is_float16(t):
+            return pa.float32()
+        if t == pa.string_view():
+            return pa.string()
+        if t == pa.binary_view():
+            return pa.binary()
+        return t
+
+    cols, changed = [], False
+    for field, col in zip(batch.schema, batch.columns):
+        t = plain(field.type)
+        if t != field.type:
+            col, changed = col.cast(t), True
+        cols.append(col)
+    return pa.RecordBatch.from_arrays(cols, names=batch.schema.names) if changed else batch
+
+
+def _pure_encode(batch: pa.RecordBatch, seq: bool, deterministic: bool):
+    columns = []
+    for field, col in zip(batch.schema, batch.columns):
+        kind, cells = _python_cells(col, field.name)
+        nested = _is_list(field.type) and _is_list(field.type.value_type)
+        columns.append((field.name, kind, cells, _is_list(field.type), nested))
+    for i in range(batch.num_rows):
+        context, lists = {}, {}
+        for name, kind, cells, is_list, nested in columns:
+            v = cells[i]
+            if v is None:
+                continue
+            if nested:
+                if any(s is None or None in s for s in v):
+                    raise ValueError(f"column '{name}' row {i} holds a null inside a list: a tf.train.Feature cannot hold it")
+                lists[name] = [(kind, s) for s in v]
             else:
-                yield _ex.encode_example(context, deterministic=deterministic)
+                if is_list and None in v:
+                    raise ValueError(f"column '{name}' row {i} holds a null inside a list: a tf.train.Feature cannot hold it")
+                context[name] = (kind, v if is_list else [v])
+        if seq:
+            yield _ex.encode_sequence_example(context, lists, deterministic=deterministic)
+        else:
+            yield _ex.encode_example(context, deterministic=deterministic)
 
 
 _DTYPE = {INT64: "int64", FLOAT: "float32", BYTES: "string"}

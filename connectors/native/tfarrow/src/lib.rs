@@ -1,0 +1,202 @@
+//! `tfhadoop.connectors._tfarrow`: tf.train.Example / SequenceExample <-> Arrow in Rust, handed
+//! to and from pyarrow through the Arrow C data interface (PyCapsules, no copies). The Python
+//! wrapper is connectors/python/arrow.py; it owns the API, this module only the hot loops.
+
+mod decode;
+mod enc;
+mod wire;
+
+use std::ffi::CString;
+
+use arrow_data::ffi::FFI_ArrowArray;
+use arrow_schema::ffi::FFI_ArrowSchema;
+use arrow_schema::{DataType, Schema};
+use pyo3::create_exception;
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyCapsule, PyList};
+
+create_exception!(_tfarrow, DecodeError, PyValueError, "args: (message, record index, malformed: bool)");
+
+fn capsule_ptr<T>(cap: &Bound<PyCapsule>, name: &str) -> PyResult<*mut T> {
+    let ok = cap.name()?.map(|n| n.to_bytes() == name.as_bytes()).unwrap_or(false);
+    if !ok {
+        return Err(PyTypeError::new_err(format!("expected an {name} PyCapsule")));
+    }
+    Ok(cap.pointer() as *mut T)
+}
+
+fn import_schema(cap: &Bound<PyCapsule>) -> PyResult<Schema> {
+    let ptr = capsule_ptr::<FFI_ArrowSchema>(cap, "arrow_schema")?;
+    Schema::try_from(unsafe { &*ptr }).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+fn export<'py>(py: Python<'py>, dt: DataType, data: &arrow_data::ArrayData) -> PyResult<(Bound<'py, PyCapsule>, Bound<'py, PyCapsule>)> {
+    let schema = FFI_ArrowSchema::try_from(&dt).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let array = FFI_ArrowArray::new(data);
+    let s = PyCapsule::new(py, schema, Some(CString::new("arrow_schema").unwrap()))?;
+    let a = PyCapsule::new(py, array, Some(CString::new("arrow_array").unwrap()))?;
+    Ok((s, a))
+}
+
+/// Streaming decoder: `add(list of bytes)` any number of times, `finish()` for the batch so far.
+#[pyclass]
+struct Decoder {
+    inner: decode::Decoder,
+    sequence: bool,
+}
+
+#[pymethods]
+impl Decoder {
+    /// schema: an arrow_schema capsule (None: infer); feature_lists / type_names / leaf_names:
+    /// one entry per schema field (which are SequenceExample feature lists; the types as
+    /// pyarrow prints them, for messages).
+    #[new]
+    #[pyo3(signature = (schema=None, feature_lists=None, type_names=None, leaf_names=None, sequence=false, bytes_as="auto".to_string()))]
+    fn new(
+        schema: Option<&Bound<PyCapsule>>,
+        feature_lists: Option<Vec<bool>>,
+        type_names: Option<Vec<String>>,
+        leaf_names: Option<Vec<String>>,
+        sequence: bool,
+        bytes_as: String,
+    ) -> PyResult<Self> {
+        let specs = match schema {
+            None => None,
+            Some(cap) => {
+                let schema = import_schema(cap)?;
+                let n = schema.fields().len();
+                let fl = feature_lists.unwrap_or_else(|| vec![false; n]);
+                let tn = type_names.unwrap_or_else(|| schema.fields().iter().map(|f| f.data_type().to_string()).collect());
+                let ln = leaf_names.unwrap_or_else(|| tn.clone());
+                let mut specs = Vec::new();
+                for (i, f) in schema.fields().iter().enumerate() {
+                    let spec = decode::spec_of(f, fl[i], tn[i].clone(), ln[i].clone()).map_err(PyTypeError::new_err)?;
+                    specs.push((spec, fl[i]));
+                }
+                Some(specs)
+            }
+        };
+        Ok(Decoder { inner: decode::Decoder::new(specs, sequence, bytes_as), sequence })
+    }
+
+    /// Decode serialized records (a list of bytes). Raises DecodeError(message, record, malformed).
+    fn add(&mut self, py: Python<'_>, records: &Bound<PyList>) -> PyResult<()> {
+        let mut bufs: Vec<&[u8]> = Vec::with_capacity(records.len());
+        let items: Vec<Bound<PyBytes>> = records
+            .iter()
+            .map(|r| r.downcast_into::<PyBytes>().map_err(|_| PyTypeError::new_err("records must be bytes")))
+            .collect::<PyResult<_>>()?;
+        for b in &items {
+            bufs.push(b.as_bytes());
+        }
+        let inner = &mut self.inner;
+        let sequence = self.sequence;
+        let res = py.allow_threads(|| {
+            for buf in bufs {
+                let rec = inner.rows_total;
+                if let Err(e) = inner.add(buf, rec) {
+                    return Err((e, rec));
+                }
+            }
+            Ok(())
+        });
+        match res {
+            Ok(()) => Ok(()),
+            Err((e, rec)) => {
+                let what = if sequence { "SequenceExample" } else { "Example" };
+                let (msg, malformed) = match e {
+                    decode::DErr::Malformed(m) => (format!("record {rec} is not a serialized {what}: {m}"), true),
+                    decode::DErr::Schema(m) => (m, false),
+                };
+                Err(DecodeError::new_err((msg, rec, malformed)))
+            }
+        }
+    }
+
+    /// Records added so far (all batches).
+    #[getter]
+    fn rows(&self) -> usize {
+        self.inner.rows_total
+    }
+
+    /// (arrow_schema, arrow_array) capsules of the struct array of this batch; starts a new batch.
+    fn finish<'py>(&mut self, py: Python<'py>) -> PyResult<(Bound<'py, PyCapsule>, Bound<'py, PyCapsule>)> {
+        let (fields, data) = self.inner.finish().map_err(PyValueError::new_err)?;
+        export(py, DataType::Struct(fields), &data)
+    }
+
+    /// The inferred schema so far (an arrow_schema capsule of a struct type).
+    fn schema<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyCapsule>> {
+        let fields = self.inner.schema_fields().map_err(PyValueError::new_err)?;
+        let dt = DataType::Struct(fields.into());
+        let s = FFI_ArrowSchema::try_from(&dt).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        PyCapsule::new(py, s, Some(CString::new("arrow_schema").unwrap()))
+    }
+
+    /// Drop the values decoded so far (inference statistics stay): a schema-only pass.
+    fn clear(&mut self) {
+        self.inner.clear();
+    }
+}
+
+/// Serialized records, one per row of a record batch given as its C data interface capsules.
+/// `feature_lists[i]`: column i is a SequenceExample feature list. `order`: column indexes in
+/// the order their features are written.
+#[pyfunction]
+#[pyo3(signature = (schema, array, feature_lists, order, sequence=false))]
+fn encode<'py>(
+    py: Python<'py>,
+    schema: &Bound<'py, PyCapsule>,
+    array: &Bound<'py, PyCapsule>,
+    feature_lists: Vec<bool>,
+    order: Vec<usize>,
+    sequence: bool,
+) -> PyResult<Bound<'py, PyList>> {
+    let s = import_schema(schema)?;
+    let arr = unsafe { &*capsule_ptr::<FFI_ArrowArray>(array, "arrow_array")? };
+    if arr.is_released() {
+        return Err(PyValueError::new_err("the Arrow array was already released"));
+    }
+    let mut cols = Vec::new();
+    for &i in &order {
+        let f = &s.fields()[i];
+        cols.push(enc::Column::new(f.name(), f.data_type(), arr.child(i), feature_lists[i], arr.offset()).map_err(PyTypeError::new_err)?);
+    }
+    let rows = arr.len();
+    let out = PyList::empty(py);
+    let mut err = None;
+    enc::encode_rows(&cols, rows, sequence, &mut |rec| {
+        if err.is_none() {
+            if let Err(e) = out.append(PyBytes::new(py, rec)) {
+                err = Some(e);
+            }
+        }
+    })
+    .map_err(PyValueError::new_err)?;
+    if let Some(e) = err {
+        return Err(e);
+    }
+    Ok(out)
+}
+
+/// Decode without keeping anything (for fuzzing): None when the bytes parse, else the message.
+#[pyfunction]
+#[pyo3(signature = (data, sequence=false))]
+fn check(data: &[u8], sequence: bool) -> Option<String> {
+    let mut d = decode::Decoder::new(None, sequence, "auto".to_string());
+    match d.add(data, 0) {
+        Ok(()) => None,
+        Err(decode::DErr::Malformed(m)) => Some(m.to_string()),
+        Err(decode::DErr::Schema(_)) => None, // a well-formed record (inference saw a kind conflict)
+    }
+}
+
+#[pymodule]
+fn _tfarrow(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Decoder>()?;
+    m.add_function(wrap_pyfunction!(encode, m)?)?;
+    m.add_function(wrap_pyfunction!(check, m)?)?;
+    m.add("DecodeError", m.py().get_type::<DecodeError>())?;
+    Ok(())
+}
