@@ -134,3 +134,30 @@ fn describe(e: &HdfsError) -> String {
         other => other.to_string(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rpc(class: &str) -> HdfsError {
+        HdfsError::RPCError(class.into(), "msg\n\tat org.apache.Foo".into())
+    }
+
+    #[test]
+    fn namenode_exceptions_map_to_tf_codes() {
+        assert_eq!(code_of(&rpc("java.io.FileNotFoundException")), code::NOT_FOUND);
+        assert_eq!(code_of(&rpc("org.apache.hadoop.security.AccessControlException")), code::PERMISSION_DENIED);
+        assert_eq!(code_of(&rpc("org.apache.hadoop.fs.PathIsNotEmptyDirectoryException")), code::FAILED_PRECONDITION);
+        assert_eq!(code_of(&rpc("org.apache.hadoop.hdfs.protocol.DSQuotaExceededException")), code::RESOURCE_EXHAUSTED);
+        assert_eq!(code_of(&rpc("org.apache.hadoop.ipc.StandbyException")), code::UNAVAILABLE);
+        assert_eq!(code_of(&HdfsError::AlreadyExists("x".into())), code::ALREADY_EXISTS);
+        let refused = std::io::Error::from(ErrorKind::ConnectionRefused);
+        assert_eq!(code_of(&HdfsError::IOError(refused)), code::UNAVAILABLE);
+    }
+
+    #[test]
+    fn message_names_the_path_and_drops_the_java_stack() {
+        let e = Error::hdfs("stat", "hdfs://nn:1/a", &rpc("org.apache.hadoop.security.AccessControlException"));
+        assert_eq!(e.msg, "hdfs://nn:1/a: stat failed: org.apache.hadoop.security.AccessControlException: msg");
+    }
+}
