@@ -1,0 +1,150 @@
+//! `hdfs://` URIs to hdfs-native clients: one client per NameNode authority (the empty authority
+//! of `hdfs:///x` is fs.defaultFS from HADOOP_CONF_DIR), all on one tokio runtime owned by the
+//! plugin. TensorFlow calls us from its own threads, which block on that runtime.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Mutex, OnceLock};
+
+use hdfs_native::{Client, ClientBuilder};
+use tokio::runtime::Runtime;
+
+use crate::ffi::code;
+use crate::status::{Error, Result};
+
+pub const SCHEME: &str = "hdfs";
+
+static RUNTIME: OnceLock<Runtime> = OnceLock::new();
+static CLIENTS: OnceLock<Mutex<HashMap<String, Client>>> = OnceLock::new();
+
+pub fn runtime() -> &'static Runtime {
+    RUNTIME.get_or_init(|| {
+        let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).clamp(2, 8);
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(threads)
+            .thread_name("tfhdfs-io")
+            .enable_all()
+            .build()
+            .expect("tfhdfs: cannot start the tokio runtime")
+    })
+}
+
+pub fn block_on<F: Future>(f: F) -> F::Output {
+    runtime().block_on(f)
+}
+
+/// A parsed `hdfs://authority/path` (authority may be empty: fs.defaultFS).
+pub struct Target {
+    pub client: Client,
+    pub path: String,
+    pub uri: String,
+}
+
+/// Splits `hdfs://authority/path` into (authority, path); the path is `/` when absent.
+pub fn split(uri: &str) -> Result<(&str, &str)> {
+    let rest = uri
+        .strip_prefix("hdfs://")
+        .ok_or_else(|| Error::new(code::INVALID_ARGUMENT, format!("{uri}: not an hdfs:// URI")))?;
+    Ok(match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, "/"),
+    })
+}
+
+/// Removes duplicate `/`, `.` and resolves `..` in the path part; keeps scheme and authority
+/// (TensorFlow's default `translate_name` would drop the NameNode address).
+pub fn clean(uri: &str) -> String {
+    let Ok((authority, path)) = split(uri) else {
+        return uri.to_string();
+    };
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            p => parts.push(p),
+        }
+    }
+    format!("{SCHEME}://{authority}/{}", parts.join("/"))
+}
+
+/// Settings that are defaults only: a conf dir that sets them wins.
+/// hdfs-native retries an unreachable NameNode for ~175 s by default (15 failovers with
+/// exponential sleeps up to 15 s); TensorFlow users get Unavailable after a few seconds instead.
+const FAST_FAIL: [(&str, &str); 3] = [
+    ("dfs.client.failover.max.attempts", "3"),
+    ("dfs.client.failover.sleep.base.millis", "200"),
+    ("dfs.client.failover.sleep.max.millis", "2000"),
+];
+
+fn conf_dir() -> Option<std::path::PathBuf> {
+    if let Ok(dir) = std::env::var("HADOOP_CONF_DIR") {
+        return Some(dir.into());
+    }
+    std::env::var("HADOOP_HOME").ok().map(|h| std::path::Path::new(&h).join("etc/hadoop"))
+}
+
+fn conf_sets(key: &str) -> bool {
+    let Some(dir) = conf_dir() else { return false };
+    ["core-site.xml", "hdfs-site.xml"].iter().any(|f| {
+        std::fs::read_to_string(dir.join(f)).map(|text| text.contains(key)).unwrap_or(false)
+    })
+}
+
+fn build(authority: &str, uri: &str) -> Result<Client> {
+    let defaults: Vec<(&str, &str)> = FAST_FAIL.iter().copied().filter(|(k, _)| !conf_sets(k)).collect();
+    let mut builder = ClientBuilder::new().with_io_runtime(runtime().handle().clone()).with_config(defaults);
+    if !authority.is_empty() {
+        builder = builder.with_url(format!("{SCHEME}://{authority}"));
+    }
+    builder.build().map_err(|e| {
+        if authority.is_empty() {
+            let dir = conf_dir().map(|d| d.display().to_string()).unwrap_or_else(|| "not set".into());
+            Error::new(
+                code::INVALID_ARGUMENT,
+                format!(
+                    "{uri}: no NameNode in the URI and no usable fs.defaultFS (HADOOP_CONF_DIR: {dir}): {e}"
+                ),
+            )
+        } else {
+            Error::new(code::INVALID_ARGUMENT, format!("{uri}: cannot create an HDFS client: {e}"))
+        }
+    })
+}
+
+/// The client for `uri`'s NameNode (created once) and the path on it.
+pub fn target(uri: &str) -> Result<Target> {
+    let (authority, path) = split(uri)?;
+    let clients = CLIENTS.get_or_init(|| Mutex::new(HashMap::new()));
+    let mut map = clients.lock().unwrap_or_else(|p| p.into_inner());
+    let client = match map.get(authority) {
+        Some(c) => c.clone(),
+        None => {
+            let c = build(authority, uri)?;
+            map.insert(authority.to_string(), c.clone());
+            c
+        }
+    };
+    Ok(Target { client, path: path.to_string(), uri: uri.to_string() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clean_keeps_authority() {
+        assert_eq!(clean("hdfs://nn:8020//a/./b/../c/"), "hdfs://nn:8020/a/c");
+        assert_eq!(clean("hdfs:///x//y"), "hdfs:///x/y");
+        assert_eq!(clean("hdfs://nn"), "hdfs://nn/");
+    }
+
+    #[test]
+    fn split_defaults_to_root() {
+        assert_eq!(split("hdfs://nn:1").unwrap(), ("nn:1", "/"));
+        assert_eq!(split("hdfs:///a").unwrap(), ("", "/a"));
+        assert!(split("file:///a").is_err());
+    }
+}

@@ -1,0 +1,60 @@
+"""``hdfs://`` for TensorFlow: ``import tfhadoop.tfhdfs`` registers the tfhdfs filesystem plugin.
+
+The plugin (``libtfhdfs.so`` next to this file, built from connectors/native/tfhdfs by ``make
+native``) is a TensorFlow modular filesystem on the pure-Rust hdfs-native client: no JVM and no
+libhdfs. After the import, ``tf.io.gfile``, ``tf.data.TFRecordDataset``, checkpoints, SavedModel
+and summary writers accept ``hdfs://namenode:port/path`` and ``hdfs:///path`` (fs.defaultFS).
+
+The cluster comes from ``HADOOP_CONF_DIR`` (read by the plugin when it first opens a path). Without
+one, the running embedded cluster's configuration is used (:mod:`tfhadoop.hadoop` decides), so the
+plugin reaches the same cluster as the rest of tfhadoop.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+__all__ = ["LIBRARY", "register"]
+
+LIBRARY = Path(__file__).with_name("libtfhdfs.so")
+
+_lock = threading.Lock()
+_registered = False
+
+
+def _point_at_cluster() -> None:
+    """Export HADOOP_CONF_DIR for the plugin when only the embedded cluster names the cluster."""
+    if os.environ.get("HADOOP_CONF_DIR"):
+        return
+    from tfhadoop import hadoop
+    from tfhadoop.cli import CommandError
+
+    try:
+        os.environ["HADOOP_CONF_DIR"] = str(hadoop.conf_dir())
+    except CommandError:
+        pass  # no cluster known: hdfs://host:port/ URIs still work, hdfs:/// says what is missing
+
+
+def register() -> None:
+    """Load the plugin into TensorFlow once per process (later calls do nothing)."""
+    global _registered
+    with _lock:
+        if _registered:
+            return
+        if not LIBRARY.exists():
+            raise ImportError(
+                f"tfhdfs plugin {LIBRARY} is missing: run `make native` (needs cargo) in the tfhadoop checkout"
+            )
+        import tensorflow as tf
+
+        _point_at_cluster()
+        try:
+            tf.experimental.register_filesystem_plugin(str(LIBRARY))
+        except tf.errors.AlreadyExistsError as exc:
+            # Another loader (e.g. tensorflow-io) already owns hdfs://: say so instead of using it.
+            raise ImportError(f"cannot register {LIBRARY}: hdfs:// is already registered in TensorFlow ({exc})") from exc
+        _registered = True
+
+
+register()
