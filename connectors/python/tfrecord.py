@@ -231,7 +231,8 @@ class TFRecordReader:
     boundary): start at the first offset >= ``offset`` where a record with valid length and data
     checksums begins. ``end``: stop before the first record starting at or after ``end``. With
     both, byte-range splits of one file read every record exactly once (a record belongs to the
-    split it starts in). A payload that itself embeds a framed TFRecord could fool ``resync``.
+    split it starts in). A payload that itself embeds a framed TFRecord can fool ``resync``;
+    ``tfhadoop.connectors.splits.read_split`` is exact.
     """
 
     def __init__(

@@ -381,12 +381,22 @@ def _finalize_files(spark, target: str, split: str, stats, opts: ExportOptions) 
             dst = jvm.org.apache.hadoop.fs.Path(st.getPath().getParent(), name)
             if not fs.rename(st.getPath(), dst):
                 raise CommandError(f"could not rename {st.getPath()} to {dst}")
+            _rename_index(jvm, fs, st.getPath(), dst)
             rel = "/".join(p for p in (split, part_dir, name) if p)
             records = counts.get((part_dir, pid))
             if records is None:
                 raise CommandError(f"no record count for {rel} (partition {pid}, dir {part_dir!r})")
             out.append({"path": rel, "records": records, "bytes": st.getLen(), "split": split or None})
     return out
+
+
+def _rename_index(jvm, fs, src, dst) -> None:
+    """The record-boundary index sidecar (.<file>.tfrindex) follows its data file's new name."""
+    side = jvm.org.apache.hadoop.fs.Path(src.getParent(), "." + src.getName() + ".tfrindex")
+    if fs.exists(side):
+        to = jvm.org.apache.hadoop.fs.Path(dst.getParent(), "." + dst.getName() + ".tfrindex")
+        if not fs.rename(side, to):
+            raise CommandError(f"could not rename {side} to {to}")
 
 
 def _partition_dir_value(v) -> str:

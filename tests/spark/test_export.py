@@ -121,6 +121,9 @@ def test_export_hive_table_with_splits_reads_back_in_tensorflow(spark, hadoop_cl
 def test_existing_output_is_refused_without_overwrite(spark, hadoop_cluster, features_table):
     out = hadoop_cluster.hdfs_url(f"/datasets/refuse-{uuid.uuid4().hex[:6]}")
     run_export(spark, ExportOptions(output=out, table=features_table, shards=2, compression="none"))
+    first = _listing(hadoop_cluster, out)
+    shards = [p for p in first if re.fullmatch(r"part-\d{5}-of-\d{5}\.tfrecord", p)]
+    assert shards and all(f".{p}.tfrindex" in first for p in shards)  # each shard's index follows its rename
     with pytest.raises(CommandError, match="already exists; pass --overwrite"):
         run_export(spark, ExportOptions(output=out, table=features_table, shards=2))
     manifest = run_export(spark, ExportOptions(output=out, query=f"SELECT * FROM {features_table} WHERE id < 100",

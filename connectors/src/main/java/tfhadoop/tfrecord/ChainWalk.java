@@ -15,57 +15,78 @@ final class ChainWalk {
   /** A record's payload starts with a valid-looking frame header (a nested TFRecord stream). */
   static final long NESTED = -2;
 
-  private ChainWalk() {}
-
   /**
    * Walks from boundary {@code from} (the stream is positioned there) to the first boundary at or
    * after {@code until} (or the file's end, which counts as a boundary); returns it, or
    * {@link #BROKEN}, or {@link #NESTED} when {@code stopOnNested} and a payload looks like framing.
    */
   static long walk(InputStream in, long from, long until, long fileLength, boolean stopOnNested) throws IOException {
-    Checksum crc = Crc32c.newChecksum();
-    byte[] h = new byte[24];
+    return new ChainWalk(in, from).run(from, until, fileLength, stopOnNested);
+  }
+
+  private final InputStream in;
+  private final byte[] buf = new byte[1 << 20];
+  private final Checksum crc = Crc32c.newChecksum();
+  private long bufStart;
+  private int lim;
+
+  private ChainWalk(InputStream in, long from) {
+    this.in = in;
+    this.bufStart = from;
+  }
+
+  /** Headers are parsed in a large buffer (one read call per MiB, not several per record). */
+  private long run(long from, long until, long fileLength, boolean stopOnNested) throws IOException {
     long p = from;
     while (p < until && p < fileLength) {
       if (fileLength - p < 16) {
         return BROKEN;
       }
-      readFully(in, h, 12);
-      if (Crc32c.maskedCrc(crc, h, 0, 8) != TFRecordReader.readIntLE(h, 8)) {
+      int need = (int) Math.min(stopOnNested ? 24 : 12, fileLength - p);
+      if (!ensure(p, need)) {
         return BROKEN;
       }
-      long len = TFRecordReader.readLongLE(h, 0);
+      int off = (int) (p - bufStart);
+      if (Crc32c.maskedCrc(crc, buf, off, 8) != TFRecordReader.readIntLE(buf, off + 8)) {
+        return BROKEN;
+      }
+      long len = TFRecordReader.readLongLE(buf, off);
       if (len < 0 || len > fileLength - p - 16) {
         return BROKEN;
       }
-      long skip = len + 4;
-      if (stopOnNested && len >= 16) {
-        readFully(in, h, 12, 12);
-        skip -= 12;
-        if (Crc32c.maskedCrc(crc, h, 12, 8) == TFRecordReader.readIntLE(h, 20)
-            && Long.compareUnsigned(TFRecordReader.readLongLE(h, 12), len - 16) <= 0) {
-          return NESTED;
-        }
+      if (stopOnNested && len >= 16 && Crc32c.maskedCrc(crc, buf, off + 12, 8) == TFRecordReader.readIntLE(buf, off + 20)
+          && Long.compareUnsigned(TFRecordReader.readLongLE(buf, off + 12), len - 16) <= 0) {
+        return NESTED;
       }
-      skipFully(in, skip);
       p += 16 + len;
     }
     return p;
   }
 
-  private static void readFully(InputStream in, byte[] b, int n) throws IOException {
-    readFully(in, b, 0, n);
-  }
-
-  private static void readFully(InputStream in, byte[] b, int off, int n) throws IOException {
-    while (n > 0) {
-      int r = in.read(b, off, n);
-      if (r < 0) {
-        throw new EOFException();
-      }
-      off += r;
-      n -= r;
+  /** Makes [p, p+n) available in buf (p never moves backwards); false at end of stream. */
+  private boolean ensure(long p, int n) throws IOException {
+    long have = bufStart + lim;
+    if (p >= bufStart && p + n <= have) {
+      return true;
     }
+    if (p >= have) {
+      skipFully(in, p - have);
+      bufStart = p;
+      lim = 0;
+    } else {
+      int off = (int) (p - bufStart);
+      System.arraycopy(buf, off, buf, 0, lim - off);
+      lim -= off;
+      bufStart = p;
+    }
+    while (lim < n) {
+      int r = in.read(buf, lim, buf.length - lim);
+      if (r < 0) {
+        return false;
+      }
+      lim += r;
+    }
+    return true;
   }
 
   private static void skipFully(InputStream in, long n) throws IOException {

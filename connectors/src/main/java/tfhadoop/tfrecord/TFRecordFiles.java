@@ -74,7 +74,7 @@ public final class TFRecordFiles {
       public InputStream open(long offset) throws IOException {
         FSDataInputStream s = f.open(p);
         s.seek(offset);
-        return new java.io.BufferedInputStream(s, 64 * 1024);
+        return s;
       }
     };
     return new TFRecordReader(in, name, start, end, fileLength, options.skipCorrupt, options.maxRecordBytes,

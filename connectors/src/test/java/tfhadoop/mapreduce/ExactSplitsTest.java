@@ -100,7 +100,7 @@ public class ExactSplitsTest {
   public void bothApisReadNestedFilesExactlyWithAndWithoutIndex() throws Exception {
     File dir = Files.createTempDirectory("mr").toFile();
     Random rnd = new Random(20);
-    List<byte[]> records = TestFiles.nestedRecords(rnd, 600, 3000, 100 << 10);
+    List<byte[]> records = TestFiles.nestedRecords(rnd, 200, 2000, 30 << 10);
     List<String> want = hexes(records);
     Path plain = TestFiles.write(dir, "plain.tfrecord", TestFiles.frame(records));
     Configuration conf = conf();
@@ -115,10 +115,10 @@ public class ExactSplitsTest {
     }
     long len = new File(plain.toUri()).length();
     for (Path p : new Path[] {plain, indexed}) {
-      for (long size : new long[] {1 << 10, 5000, 64 << 10, len}) {
+      for (long size : new long[] {2 << 10, 16 << 10, len}) {
         assertEquals(p + " mapreduce split " + size, want, readMapreduce(p, conf, size));
       }
-      for (int n : new int[] {3, 40, 400}) {
+      for (int n : new int[] {3, 40, 200}) {
         assertEquals(p + " mapred splits " + n, want, readMapred(p, conf, n));
       }
     }
