@@ -6,8 +6,8 @@ libhdfs. After the import, ``tf.io.gfile``, ``tf.data.TFRecordDataset``, checkpo
 and summary writers accept ``hdfs://namenode:port/path`` and ``hdfs:///path`` (fs.defaultFS).
 
 The cluster comes from ``HADOOP_CONF_DIR`` (read by the plugin when it first opens a path). Without
-one, the running embedded cluster's configuration is used (:mod:`tfhadoop.hadoop` decides), so the
-plugin reaches the same cluster as the rest of tfhadoop.
+one, the running embedded cluster's configuration is used (:mod:`tfhadoop.hadoop` decides, at
+import), so the plugin reaches the same cluster as the rest of tfhadoop.
 """
 from __future__ import annotations
 
@@ -18,20 +18,22 @@ from pathlib import Path
 __all__ = ["LIBRARY", "register"]
 
 LIBRARY = Path(__file__).with_name("libtfhdfs.so")
+CONF_DIR_ENV = "TFHADOOP_HDFS_CONF_DIR"  # read by the plugin (connectors/native/tfhdfs/src/hdfs.rs)
 
 _lock = threading.Lock()
 _registered = False
 
 
 def _point_at_cluster() -> None:
-    """Export HADOOP_CONF_DIR for the plugin when only the embedded cluster names the cluster."""
+    """Name the embedded cluster's conf dir to the plugin when no HADOOP_CONF_DIR is set, in a
+    variable of its own: setting HADOOP_CONF_DIR would make the process look like a real-cluster one."""
     if os.environ.get("HADOOP_CONF_DIR"):
         return
     from tfhadoop import hadoop
     from tfhadoop.cli import CommandError
 
     try:
-        os.environ["HADOOP_CONF_DIR"] = str(hadoop.conf_dir())
+        os.environ[CONF_DIR_ENV] = str(hadoop.conf_dir())
     except CommandError:
         pass  # no cluster known: hdfs://host:port/ URIs still work, hdfs:/// says what is missing
 

@@ -5,6 +5,8 @@ import ctypes
 import hashlib
 import os
 import socket
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -129,6 +131,23 @@ def test_default_fs_path(base, hadoop_cluster):
         f.write("via fs.defaultFS")
     assert tf.io.gfile.GFile(full).read() == "via fs.defaultFS"
     assert "default-fs.txt" in tf.io.gfile.listdir(f"hdfs://{path.rsplit('/', 1)[0]}")
+
+
+def test_embedded_cluster_without_hadoop_conf_dir(base, hadoop_cluster):
+    """A process with no HADOOP_CONF_DIR reaches the embedded cluster through hdfs:/// and still
+    looks embedded to tfhadoop (the import does not export HADOOP_CONF_DIR)."""
+    if hadoop_cluster.state_dir is None:
+        pytest.skip("external cluster (HADOOP_CONF_DIR)")
+    env = {k: v for k, v in os.environ.items() if k not in ("HADOOP_CONF_DIR", "HADOOP_HOME")}
+    env["TFHADOOP_STATE_DIR"] = str(hadoop_cluster.state_dir)
+    path = base[len(hadoop_cluster.default_fs.rstrip("/")):]
+    code = (
+        "import os, sys, tensorflow as tf, tfhadoop.tfhdfs\n"
+        "assert 'HADOOP_CONF_DIR' not in os.environ\n"
+        "print(sorted(tf.io.gfile.listdir('hdfs://' + sys.argv[1])) is not None, tf.io.gfile.isdir('hdfs://' + sys.argv[1]))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code, path], env=env, capture_output=True, text=True, timeout=300)
+    assert out.stdout.strip() == "True True", out.stderr[-3000:]
 
 
 @pytest.mark.parametrize("compression", ["", "GZIP"])
@@ -286,8 +305,7 @@ def test_many_threads_read_one_file(base):
     assert errors == []
 
 
-@pytest.mark.slow
-def test_one_gigabyte_file(base):
+def test_one_gigabyte_file(base):  # ~10 s on the 2-core host: not slow
     path = f"{base}/big.bin"
     chunk = os.urandom(8 << 20)
     want = hashlib.sha256()

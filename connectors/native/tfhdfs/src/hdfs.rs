@@ -79,9 +79,15 @@ const FAST_FAIL: [(&str, &str); 3] = [
     ("dfs.client.failover.sleep.max.millis", "2000"),
 ];
 
+/// Set by tfhadoop.tfhdfs to the embedded cluster's conf dir when HADOOP_CONF_DIR is unset (so
+/// the rest of the process still sees "no HADOOP_CONF_DIR" = embedded cluster).
+const PLUGIN_CONF_DIR: &str = "TFHADOOP_HDFS_CONF_DIR";
+
 fn conf_dir() -> Option<std::path::PathBuf> {
-    if let Ok(dir) = std::env::var("HADOOP_CONF_DIR") {
-        return Some(dir.into());
+    for var in ["HADOOP_CONF_DIR", PLUGIN_CONF_DIR] {
+        if let Ok(dir) = std::env::var(var) {
+            return Some(dir.into());
+        }
     }
     std::env::var("HADOOP_HOME").ok().map(|h| std::path::Path::new(&h).join("etc/hadoop"))
 }
@@ -96,6 +102,11 @@ fn conf_sets(key: &str) -> bool {
 fn build(authority: &str, uri: &str) -> Result<Client> {
     let defaults: Vec<(&str, &str)> = FAST_FAIL.iter().copied().filter(|(k, _)| !conf_sets(k)).collect();
     let mut builder = ClientBuilder::new().with_io_runtime(runtime().handle().clone()).with_config(defaults);
+    if std::env::var_os("HADOOP_CONF_DIR").is_none() {
+        if let Ok(dir) = std::env::var(PLUGIN_CONF_DIR) {
+            builder = builder.with_config_dir(dir);
+        }
+    }
     if !authority.is_empty() {
         builder = builder.with_url(format!("{SCHEME}://{authority}"));
     }
