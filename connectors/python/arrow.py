@@ -468,6 +468,8 @@ def _pure_batch(decoded, schema, record_type) -> pa.RecordBatch:
                 values = [conv(v) for v in got[1]] if conv else list(got[1])
                 cells.append((values[0] if values else None) if rule.scalar else values)
         arrays.append(pa.array(cells, type=field.type))
+    if not arrays:  # no columns: still one row per record, like the native path
+        return pa.RecordBatch.from_struct_array(pa.array([{}] * len(decoded), pa.struct([])))
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 

@@ -488,8 +488,10 @@ impl Decoder {
             }
             let e = wire::delimited(buf, &mut pos, end)?;
             if field == 1 {
-                let key = wire::map_entry(buf, pos, e, &mut self.entry_values)?;
-                let col = self.column(key, seq);
+                let col = match wire::map_entry(buf, pos, e, &mut self.entry_values)? {
+                    Some(key) => self.column(key, seq),
+                    None => None, // kept out of the map by upb: only validated
+                };
                 // a replaced entry is still parsed (validated), like upb does
                 let old = col.and_then(|c| self.slots[c].take());
                 if let Some((a, b)) = old {
