@@ -309,3 +309,31 @@ def test_sliced_batches_and_dictionary_columns_encode():
     assert nat == list(ar.table_to_examples(sliced, deterministic=True, native=False))
     back = ar.examples_to_table(nat, pa.schema([pa.field("d", pa.string()), pa.field("i", pa.int64())]))
     assert back.to_pydict() == {"d": ["b", "a", None], "i": [2, 3, 4]}
+
+
+def test_cli_to_parquet_and_back(tmp_path, capsys):
+    import pyarrow.parquet as pq
+
+    from tfhadoop.cli import main
+    from tfhadoop.connectors.tfrecord import read_records, write_records
+
+    recs = [encode_example({"id": [i], "v": [i * 0.5, 1.0], "tag": [b"t%d" % i]}) for i in range(1000)]
+    for k in range(3):
+        write_records(str(tmp_path / f"part-{k}.tfrecord.gz"), recs[k::3])
+    out = str(tmp_path / "all.parquet")
+    assert main(["records", "to-parquet", str(tmp_path), "-o", out, "--batch-rows", "100"]) == 0
+    table = pq.read_table(out)
+    assert table.num_rows == 1000 and pq.ParquetFile(out).metadata.num_row_groups >= 10
+    assert sorted(table.column("id").to_pylist()) == list(range(1000))
+    assert table.schema.field("v").type.list_size == 2 and ar._leaf(table.schema.field("v").type) == pa.float32()
+    back = str(tmp_path / "back.tfrecord.zz")
+    assert main(["records", "from-parquet", out, "-o", back]) == 0
+    again = ar.examples_to_table(list(read_records(back)), table.schema)
+    assert again.equals(table)
+    assert not [p for p in os.listdir(tmp_path) if ".tmp-" in p]
+    capsys.readouterr()
+    write_records(str(tmp_path / "part-1.tfrecord.gz"), [encode_example({"id": [0.5]})])
+    assert main(["records", "to-parquet", str(tmp_path / "part-*.tfrecord.gz"), "-o", str(tmp_path / "bad.parquet")]) != 0
+    err = capsys.readouterr().err
+    assert "part-1.tfrecord.gz: record at offset 0:" in err and "feature 'id'" in err
+    assert not os.path.exists(tmp_path / "bad.parquet")
