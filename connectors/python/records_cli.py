@@ -457,7 +457,8 @@ def _from_parquet(args) -> int:
     rows = 0
     try:
         with TFRecordWriter(tmp, compression) as writer:
-            for path, src in zip(args.paths, sources):
+            current = args.paths[0]
+            for current, src in zip(args.paths, sources):  # noqa: B007 - named in errors
                 for batch in src.iter_batches(batch_size=args.batch_rows):
                     for rec in ar.table_to_examples(batch, args.record_type):
                         writer.write(rec)
@@ -465,7 +466,7 @@ def _from_parquet(args) -> int:
                     progress.update(batch.num_rows)
         _publish(tmp, args.output)
     except (ValueError, TypeError) as exc:
-        raise CommandError(f"{path}: {str(exc).splitlines()[0]}") from None
+        raise CommandError(f"{current}: {str(exc).splitlines()[0]}") from None
     except OSError as exc:
         raise CommandError(str(exc)) from None
     finally:
