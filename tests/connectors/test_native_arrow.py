@@ -337,3 +337,22 @@ def test_cli_to_parquet_and_back(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "part-1.tfrecord.gz: record at offset 0:" in err and "feature 'id'" in err
     assert not os.path.exists(tmp_path / "bad.parquet")
+
+
+def test_fallback_to_pure_path_warns_once(monkeypatch):
+    import sys
+    import warnings
+
+    import tfhadoop.connectors as pkg
+
+    monkeypatch.setitem(sys.modules, "tfhadoop.connectors._tfarrow", None)  # import fails
+    monkeypatch.delattr(pkg, "_tfarrow", raising=False)
+    monkeypatch.setattr(ar, "_NATIVE", None)
+    recs = [encode_example({"x": [1]})]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert ar.examples_to_table(recs).column("x").to_pylist() == [1]
+        assert ar.examples_to_table(recs).column("x").to_pylist() == [1]
+    assert len([w for w in caught if "native Arrow codec" in str(w.message)]) == 1
+    with pytest.raises(RuntimeError, match="make native"):
+        ar.examples_to_table(recs, native=True)
