@@ -8,6 +8,14 @@ record is nullable. A feature that is only ever empty and untyped becomes ``list
 SequenceExample feature lists become ``list<list<T>>`` (``list<fixed_size_list<T, n>>`` when
 every step has n values), their context features follow the Example rules.
 
+Decoding and encoding run in Rust (``_tfarrow``, connectors/native/tfarrow) and reach pyarrow
+through the Arrow C data interface; ``native=False`` takes the pure-Python path, which the tests
+use as the reference (and which is the fallback, with a warning, when the library is not built).
+Both apply the same rules with a schema: no kind conversion, no lossy narrowing, UTF-8 checked,
+missing non-nullable features rejected; the first problem (record order, then field order) is
+reported, prefixed by ``PATH: record at offset N:`` when reading files. Inference happens in the
+same pass as decoding.
+
 The parse spec (:func:`feature_spec`) is plain JSON so it can travel in a manifest;
 :func:`tf_feature_spec` turns it into ``tf.io`` feature objects where TensorFlow is importable.
 """
@@ -20,6 +28,7 @@ from tfhadoop.connectors.example_wire import BYTES, FLOAT, INT64
 
 __all__ = [
     "read_table",
+    "iter_record_batches",
     "write_table",
     "infer_schema",
     "examples_to_table",
@@ -468,6 +477,8 @@ def _pure_batch(decoded, schema, record_type) -> pa.RecordBatch:
                 values = [conv(v) for v in got[1]] if conv else list(got[1])
                 cells.append((values[0] if values else None) if rule.scalar else values)
         arrays.append(pa.array(cells, type=field.type))
+    if not arrays:  # no columns: still one row per record, like the native path
+        return pa.RecordBatch.from_struct_array(pa.array([{}] * len(decoded), pa.struct([])))
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 

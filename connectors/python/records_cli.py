@@ -1,4 +1,4 @@
-"""``tfhadoop records cat | head | count | schema | verify | index PATH...``: look inside TFRecord files.
+"""``tfhadoop records cat | head | count | schema | verify | index | to-parquet | from-parquet``: TFRecord files.
 
 PATHs are local files, ``hdfs://`` or fsspec URLs, globs (``'hdfs:///data/part-*'``) or
 directories (their visible files, recursively). Compression comes from the extension
@@ -84,6 +84,31 @@ def register(subparsers) -> None:
                        help="bytes between boundary-index entries (default 1 MiB)")
     index.add_argument("--no-progress", action="store_true", help="no progress bar even on a terminal")
     index.set_defaults(func=_index)
+
+    to_pq = common(sub.add_parser("to-parquet", help="convert TFRecord files to one Parquet file (streaming)",
+                                  description="Decode every record (natively) into Arrow batches and write them to one "
+                                              "Parquet file, in bounded memory. Without --schema-from, a first pass "
+                                              "infers the schema from all records (keeping no values). The output "
+                                              "appears only when complete."), record_type=True)
+    to_pq.add_argument("-o", "--output", required=True, help="Parquet file to write")
+    to_pq.add_argument("--batch-rows", type=int, default=65536, help="rows per batch / row group (default 65536)")
+    to_pq.add_argument("--schema-from", metavar="PARQUET", help="take the schema from this Parquet file (skips inference)")
+    to_pq.add_argument("--parquet-compression", default="zstd", help="Parquet codec (default zstd)")
+    to_pq.add_argument("--no-progress", action="store_true", help="no progress bar even on a terminal")
+    to_pq.set_defaults(func=_to_parquet)
+
+    from_pq = sub.add_parser("from-parquet", help="convert Parquet files to one TFRecord file (streaming)",
+                             description="Read Parquet files batch by batch and write one Example (or SequenceExample) "
+                                         "per row to a TFRecord file (.gz/.zz: compressed). Null cells leave the "
+                                         "feature out. The output appears only when complete.")
+    from_pq.add_argument("paths", nargs="+", metavar="PARQUET", help="Parquet files (local)")
+    from_pq.add_argument("-o", "--output", required=True, help="TFRecord file to write")
+    from_pq.add_argument("--record-type", default="Example", choices=["Example", "SequenceExample"])
+    from_pq.add_argument("--compression", default="auto", choices=["auto", "none", "gzip", "zlib"], type=str.lower,
+                         help="output compression (default: from the extension)")
+    from_pq.add_argument("--batch-rows", type=int, default=65536, help="rows per batch (default 65536)")
+    from_pq.add_argument("--no-progress", action="store_true", help="no progress bar even on a terminal")
+    from_pq.set_defaults(func=_from_parquet)
 
 
 # ------------------------------------------------------------------------------------ helpers
@@ -376,4 +401,93 @@ def _index(args) -> int:
             raise CommandError(str(exc)) from None
         except OSError as exc:
             raise CommandError(f"{path}: {exc}") from None
+    return 0
+
+
+def _publish(tmp: str, dest: str) -> None:
+    os.replace(tmp, dest)
+
+
+def _to_parquet(args) -> int:
+    """TFRecords -> Parquet: schema pass (unless given), then decode-and-write pass, both streaming."""
+    import pyarrow.parquet as pq
+
+    from tfhadoop.connectors import arrow as ar
+    from tfhadoop.connectors.errors import TFRecordError
+
+    files = _files(args)
+    record_type = "Example" if args.record_type in ("auto", "bytes") else args.record_type
+    if args.record_type == "auto":
+        first = next((d for _, _, d in _iterate(files[:1], args)), None)
+        record_type = "SequenceExample" if first is not None and _record_type(first, "auto") == "SequenceExample" else "Example"
+    schema = pq.read_schema(args.schema_from) if args.schema_from else None
+    progress = _Progress(files, args)
+    if progress.bar is not None and progress.bar.total and schema is None:
+        progress.bar.total *= 2  # two passes
+    tmp = f"{args.output}.tmp-{os.getpid()}"
+    rows = 0
+    try:
+        batches = ar.iter_record_batches(files, schema, record_type, _compression(args), batch_rows=args.batch_rows,
+                                         on_bytes=progress.update)
+        writer = None
+        try:
+            for batch in batches:
+                if writer is None:
+                    writer = pq.ParquetWriter(tmp, batch.schema, compression=args.parquet_compression)
+                writer.write_batch(batch)
+                rows += batch.num_rows
+        finally:
+            if writer is not None:
+                writer.close()
+        _publish(tmp, args.output)
+    except (TFRecordError, ValueError, TypeError) as exc:
+        raise CommandError(str(exc).splitlines()[0]) from None
+    except OSError as exc:
+        raise CommandError(str(exc)) from None
+    finally:
+        progress.close()
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    print(f"{args.output}: {rows} rows ({record_type}) from {len(files)} file(s)")
+    return 0
+
+
+def _from_parquet(args) -> int:
+    """Parquet -> TFRecords, batch by batch through the native encoder."""
+    import pyarrow.parquet as pq
+
+    from tfhadoop.connectors import arrow as ar
+    from tfhadoop.connectors.tfrecord import TFRecordWriter
+
+    try:
+        sources = [pq.ParquetFile(p) for p in args.paths]
+    except (OSError, ValueError) as exc:
+        raise CommandError(str(exc).splitlines()[0]) from None
+    progress = _Progress([], args)
+    if progress.bar is not None:
+        progress.bar.total = sum(s.metadata.num_rows for s in sources)
+        progress.bar.unit, progress.bar.unit_scale = "rows", False
+    ext = "".join(s for s in (".gz", ".zz", ".zlib") if args.output.endswith(s))
+    tmp = f"{args.output}.tmp-{os.getpid()}{ext}"
+    compression = None if args.compression == "auto" else args.compression
+    rows = 0
+    try:
+        with TFRecordWriter(tmp, compression) as writer:
+            current = args.paths[0]
+            for current, src in zip(args.paths, sources):  # noqa: B007 - named in errors
+                for batch in src.iter_batches(batch_size=args.batch_rows):
+                    for rec in ar.table_to_examples(batch, args.record_type):
+                        writer.write(rec)
+                    rows += batch.num_rows
+                    progress.update(batch.num_rows)
+        _publish(tmp, args.output)
+    except (ValueError, TypeError) as exc:
+        raise CommandError(f"{current}: {str(exc).splitlines()[0]}") from None
+    except OSError as exc:
+        raise CommandError(str(exc)) from None
+    finally:
+        progress.close()
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    print(f"{args.output}: {rows} records ({args.record_type}) from {len(sources)} file(s)")
     return 0

@@ -346,6 +346,8 @@ pub struct Decoder {
     seg: Segments,
     scratch: Scratch,
     order: Vec<usize>,
+    guess: Vec<usize>,
+    entry_no: usize,
 }
 
 impl Decoder {
@@ -372,10 +374,32 @@ impl Decoder {
             seg: Segments::new(),
             scratch: Scratch::new(),
             order: Vec::new(),
+            guess: Vec::new(),
+            entry_no: 0,
         }
     }
 
     fn column(&mut self, key: &[u8], seq: bool) -> Option<usize> {
+        // records of one dataset list their features in the same order: try the column the
+        // k-th entry of the previous record matched before hashing the name
+        let k = self.entry_no;
+        self.entry_no += 1;
+        if let Some(&g) = self.guess.get(k) {
+            if g < self.cols.len() && self.cols[g].seq == seq && self.cols[g].name.as_bytes() == key {
+                return Some(g);
+            }
+        }
+        let found = self.column_slow(key, seq);
+        if let Some(i) = found {
+            if self.guess.len() <= k {
+                self.guess.resize(k + 1, usize::MAX);
+            }
+            self.guess[k] = i;
+        }
+        found
+    }
+
+    fn column_slow(&mut self, key: &[u8], seq: bool) -> Option<usize> {
         if let Some(&i) = self.index.get(key) {
             if self.cols[i].seq == seq {
                 return Some(i);
@@ -424,6 +448,7 @@ impl Decoder {
     }
 
     fn add_inner(&mut self, buf: &[u8], rec: usize) -> DResult<()> {
+        self.entry_no = 0;
         self.slots.clear();
         self.slots.resize(self.cols.len(), None);
         self.values_store.clear();
@@ -488,8 +513,10 @@ impl Decoder {
             }
             let e = wire::delimited(buf, &mut pos, end)?;
             if field == 1 {
-                let key = wire::map_entry(buf, pos, e, &mut self.entry_values)?;
-                let col = self.column(key, seq);
+                let col = match wire::map_entry(buf, pos, e, &mut self.entry_values)? {
+                    Some(key) => self.column(key, seq),
+                    None => None, // kept out of the map by upb: only validated
+                };
                 // a replaced entry is still parsed (validated), like upb does
                 let old = col.and_then(|c| self.slots[c].take());
                 if let Some((a, b)) = old {

@@ -276,22 +276,34 @@ pub fn bytes(buf: &[u8], s: usize, e: usize, data: &mut Vec<u8>, offs: &mut Vec<
 }
 
 /// Key of a map entry in buf[s..e] and the ranges of its value field(s) (a value field seen
-/// twice merges, so all of them count). The key must be UTF-8 (proto3 string).
-pub fn map_entry<'a>(buf: &'a [u8], s: usize, e: usize, values: &mut Vec<(usize, usize)>) -> WResult<&'a [u8]> {
+/// twice merges, so all of them count). Every key occurrence must be UTF-8 (proto3 string).
+/// None: the entry holds an unknown field, and upb then keeps it out of the map (it goes to the
+/// parent's unknown fields), though its value is still parsed.
+pub fn map_entry<'a>(buf: &'a [u8], s: usize, e: usize, values: &mut Vec<(usize, usize)>) -> WResult<Option<&'a [u8]>> {
     let mut key: &[u8] = b"";
+    let mut unknown = false;
     values.clear();
-    fields(buf, s, e, |field, a, b| {
-        if field == 1 {
-            key = &buf[a..b];
-            if std::str::from_utf8(key).is_err() {
-                return Err("feature name is not UTF-8");
+    let b = &buf[..e];
+    let mut pos = s;
+    while pos < e {
+        let (field, wire) = tag(b, &mut pos)?;
+        if wire == 2 && (field == 1 || field == 2) {
+            let end = delimited(b, &mut pos, e)?;
+            if field == 1 {
+                key = &b[pos..end];
+                if std::str::from_utf8(key).is_err() {
+                    return Err("feature name is not UTF-8");
+                }
+            } else {
+                values.push((pos, end));
             }
-        } else if field == 2 {
-            values.push((a, b));
+            pos = end;
+        } else {
+            unknown = true;
+            skip(buf, &mut pos, e, field, wire, 0)?;
         }
-        Ok(())
-    })?;
-    Ok(key)
+    }
+    Ok(if unknown { None } else { Some(key) })
 }
 
 // ------------------------------------------------------------------------------- encoding
