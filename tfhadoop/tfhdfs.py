@@ -30,11 +30,11 @@ def _point_at_cluster() -> None:
     if os.environ.get("HADOOP_CONF_DIR"):
         return
     from tfhadoop import hadoop
-    from tfhadoop.cli import CommandError
+    from tfhadoop.errors import TfhadoopError
 
     try:
         os.environ[CONF_DIR_ENV] = str(hadoop.conf_dir())
-    except CommandError:
+    except TfhadoopError:
         pass  # no cluster known: hdfs://host:port/ URIs still work, hdfs:/// says what is missing
 
 
