@@ -291,7 +291,10 @@ def chromium(url: str, tmp_path, name: str) -> str:
     subprocess.run([*flags, f"--user-data-dir={tmp_path / (name + '-profile-shot')}", f"--screenshot={shot}", url],
                    capture_output=True, text=True, timeout=120)
     assert shot.exists() and shot.stat().st_size > 10_000, f"no screenshot of {url}"
-    print(f"screenshot of {url}: {shot}")
+    kept = HERE.parents[1] / "build" / "test-artifacts" / shot.name  # outlives pytest's tmp dirs
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    kept.write_bytes(shot.read_bytes())
+    print(f"screenshot of {url}: {kept}")
     return dom.stdout
 
 
