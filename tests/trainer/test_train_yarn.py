@@ -82,6 +82,11 @@ def test_two_workers_one_ps_train_export_and_predict(hadoop_cluster, dataset, tm
     assert proc.returncode == 0, out[-4000:]
     assert "application application_" in proc.stdout and "tracking URL" in proc.stdout
     assert "training SUCCEEDED" in proc.stdout
+    # Quiet by default: the whole run fits on one screen; Java/Skein/TF logs went to the log file.
+    print(proc.stdout)
+    assert len(proc.stdout.splitlines()) <= 30, proc.stdout
+    assert not proc.stderr.strip(), proc.stderr[-3000:]
+    assert "client log: " in proc.stdout
     metrics = _metrics(run)
     assert [e["examples"] for e in metrics["epochs"]] == [2400, 2400]
     from tfhadoop.trainer import hdfs_io
@@ -286,7 +291,10 @@ def chromium(url: str, tmp_path, name: str) -> str:
     subprocess.run([*flags, f"--user-data-dir={tmp_path / (name + '-profile-shot')}", f"--screenshot={shot}", url],
                    capture_output=True, text=True, timeout=120)
     assert shot.exists() and shot.stat().st_size > 10_000, f"no screenshot of {url}"
-    print(f"screenshot of {url}: {shot}")
+    kept = HERE.parents[1] / "build" / "test-artifacts" / shot.name  # outlives pytest's tmp dirs
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    kept.write_bytes(shot.read_bytes())
+    print(f"screenshot of {url}: {kept}")
     return dom.stdout
 
 

@@ -60,7 +60,7 @@ class RejoinWatch:
                     slot = watch.slots[task] if task < len(watch.slots) else task
                     watch.rejoins.append({"slot": slot, "task": task, "time": time.time()})
                     print(f"worker slot {slot} (task {task}) rejoined", flush=True)
-                    watch.progress.put_list("rejoins", watch.rejoins)
+                    watch.progress.put_list(protocol.KV_REJOINS, watch.rejoins)
 
         logger = logging.getLogger("tensorflow")
         logger.addHandler(Handler())
@@ -182,7 +182,7 @@ def run(job: dict, cluster: dict, work: str, app=None) -> dict:
             state["loss_sum"] = state.get("loss_sum", 0.0) + loss_wave
             state["ledger"] = ledger.to_json()
             rate = n_wave / (time.monotonic() - t0)
-            progress.put("progress", {"epoch": epoch, "examples": ledger.examples, "expected": expected,
+            progress.put(protocol.KV_PROGRESS, {"epoch": epoch, "examples": ledger.examples, "expected": expected,
                                       "steps": state["steps"], "examples_per_s": round(rate, 1),
                                       "loss": round(loss_wave / max(n_wave, 1), 6), "time": time.time()})
             summaries.scalars("train", state["steps"], {"loss": loss_wave / max(n_wave, 1),

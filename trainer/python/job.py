@@ -209,7 +209,10 @@ def submit(job: JobSpec, client=None, validate_model: bool = True, notice=print,
     finally:
         if own:
             client.close()
-    record_submission(conf, app_id, job)
+    try:
+        record_submission(conf, app_id, job)
+    except Exception as exc:  # noqa: BLE001 - the job runs anyway; only status/follow after its end need these
+        print(f"warning: {app_id} submitted, but its job files could not be written: {exc}", file=sys.stderr)
     return app_id
 
 

@@ -74,6 +74,8 @@ def job_status(client, conf, app_id: str) -> dict:
 
 
 def status(args) -> int:
+    if getattr(args, "follow", False):
+        return follow_cmd(args)
     from tfhadoop import hadoop
     from tfhadoop.trainer.console import format_event
     from tfhadoop.trainer.job import tracking_url
@@ -200,6 +202,7 @@ def register_status(subparsers) -> None:
     p = subparsers.add_parser("status", help="state, progress and events of a training application")
     p.add_argument("app")
     p.add_argument("--html", metavar="FILE", help="also write the job page (a static HTML report) to FILE")
+    p.add_argument("--follow", action="store_true", help="follow the job to its end, as `tfhadoop follow APP`")
     p.set_defaults(func=status)
 
 

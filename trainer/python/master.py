@@ -107,12 +107,12 @@ class Master:
 
     # -- containers -------------------------------------------------------------------------
     def start(self, role: str, slot: int) -> None:
-        env = {"TFH_ROLE": role, "TFH_SLOT": str(slot), "TFH_PORT": str(self.ports[(role, slot)]),
-               "TFH_GPUS": str(self.job.get("worker_gpus", 0) if role == "worker" else 0)}
+        env = {protocol.ENV_ROLE: role, protocol.ENV_SLOT: str(slot), protocol.ENV_PORT: str(self.ports[(role, slot)]),
+               protocol.ENV_GPUS: str(self.job.get("worker_gpus", 0) if role == "worker" else 0)}
         c = self.app.add_container(role, env=env)
         self.containers[c.id] = (role, slot)
         self.live[(role, slot)] = c.id
-        self.app.kv["workers_alive"] = str(sum(1 for r, _ in self.live if r == "worker")).encode()
+        self.app.kv[protocol.KV_WORKERS_ALIVE] = str(sum(1 for r, _ in self.live if r == "worker")).encode()
 
     def wait_addresses(self, timeout: float) -> dict:
         """Every PS address, and the workers' addresses: all of them, or after ``startup_wait`` s
@@ -147,7 +147,7 @@ class Master:
 
     def publish_cluster(self, cluster: dict) -> None:
         self.cluster = cluster
-        self.app.kv["cluster"] = json.dumps(cluster).encode()
+        self.app.kv[protocol.KV_CLUSTER] = json.dumps(cluster).encode()
 
     def spec_index(self, role: str, slot: int) -> int | None:
         """The slot's task index in the spec (workers are in arrival order); None: not in it."""
@@ -231,7 +231,7 @@ class Master:
                 json.dump(value, f)
             os.replace(path + ".tmp", path)
         self.given = json.loads(json.dumps(self.cluster))
-        self.progress_at_begin, self.first_wave_seen = self.app.kv.get("progress"), False
+        self.progress_at_begin, self.first_wave_seen = self.app.kv.get(protocol.KV_PROGRESS), False
         self.events.add("coordinator_started", role="chief", attempt=self.coordinator_attempts,
                         workers=len(self.cluster["worker"]), cluster=self.cluster,
                         waited_s=round(time.monotonic() - self.spawned_at, 1))
@@ -261,7 +261,7 @@ class Master:
         start or restart took until training ran again."""
         if self.first_wave_seen:
             return
-        progress = self.app.kv.get("progress")
+        progress = self.app.kv.get(protocol.KV_PROGRESS)
         if progress is not None and progress != self.progress_at_begin:
             self.first_wave_seen = True
             self.events.add("first_wave", role="chief", attempt=self.coordinator_attempts)
@@ -354,7 +354,7 @@ class Master:
             role, slot = self.containers[c.id]
             if self.live.get((role, slot)) == c.id:
                 del self.live[(role, slot)]
-            self.app.kv["workers_alive"] = str(sum(1 for r, _ in self.live if r == "worker")).encode()
+            self.app.kv[protocol.KV_WORKERS_ALIVE] = str(sum(1 for r, _ in self.live if r == "worker")).encode()
             preempted = "preempted" in (c.exit_message or "").lower()
             self.events.add("container_lost", role=role, slot=slot, container=c.id, preempted=preempted,
                             yarn_container=c.yarn_container_id, state=str(c.state), diagnostics=c.exit_message)

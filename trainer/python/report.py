@@ -63,6 +63,8 @@ def render(st: dict, live: bool = False) -> str:
     progress = (f"epoch {p.get('epoch')} &middot; step {p.get('steps')} &middot; "
                 f"{_esc(p.get('examples', ''))}/{_esc(p.get('expected', ''))} examples of the epoch &middot; "
                 f"{_esc(p.get('examples_per_s', ''))} examples/s") if p else "no progress yet"
+    if p.get("checkpoint"):  # a finished job: what its last checkpoint holds
+        progress = f"last checkpoint: epoch {_esc(p.get('epoch'))} &middot; step {_esc(p.get('steps'))}"
     containers = _table([(c.get("service"), c.get("id"), c.get("state"), c.get("yarn"), c.get("host"))
                          for c in st.get("containers") or []], ["role", "container", "state", "YARN container", "node"])
     timeline = _table([(time.strftime("%H:%M:%S", time.localtime(e.get("time", 0))), e.get("event"), e.get("role", ""),

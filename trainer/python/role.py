@@ -31,7 +31,7 @@ def gpu_devices() -> str:
     for var in ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES"):
         if os.environ.get(var):
             return os.environ[var]
-    n = int(os.environ.get("TFH_GPUS", "0"))
+    n = int(os.environ.get("TFH_GPUS", "0"))  # protocol.ENV_GPUS
     return ",".join(str(i) for i in range(n)) if n else ""
 
 
@@ -55,25 +55,27 @@ def usable_port(role: str, slot: int, port: int) -> int:
 def main() -> int:
     import skein
 
-    role, slot, port = os.environ["TFH_ROLE"], int(os.environ["TFH_SLOT"]), int(os.environ["TFH_PORT"])
+    from tfhadoop.trainer import protocol as P
+
+    role, slot, port = os.environ[P.ENV_ROLE], int(os.environ[P.ENV_SLOT]), int(os.environ[P.ENV_PORT])
     os.environ["CUDA_VISIBLE_DEVICES"] = gpu_devices()
     app = skein.ApplicationClient.from_current()
     port = usable_port(role, slot, port)
     address = f"{socket.getfqdn()}:{port}"
-    app.kv[f"addr/{role}/{slot}"] = address.encode()
+    app.kv[f"{P.KV_ADDR}{role}/{slot}"] = address.encode()
     import tensorflow  # noqa: F401 - seconds of import while the master assembles the spec
-    cluster = json.loads(app.kv.wait("cluster").decode())
+    cluster = json.loads(app.kv.wait(P.KV_CLUSTER).decode())
     # A worker that arrives after training started with fewer workers, or a replacement at a new
     # address, is in the spec once the master has put it there; until then it waits.
     while address not in cluster[role]:
         time.sleep(1)
-        cluster = json.loads(app.kv["cluster"].decode())
+        cluster = json.loads(app.kv[P.KV_CLUSTER].decode())
     index = cluster[role].index(address)
     from tfhadoop.trainer import server
 
     t0 = time.monotonic()
     srv = server.start(cluster, role, index, port=port, threads=int(os.environ.get("TFH_THREADS", "2")))
-    app.kv[f"up/{role}/{slot}"] = json.dumps({"address": address, "container": os.environ.get("SKEIN_CONTAINER_ID", ""),
+    app.kv[f"{P.KV_UP}{role}/{slot}"] = json.dumps({"address": address, "container": os.environ.get("SKEIN_CONTAINER_ID", ""),
                                             "cuda_visible_devices": os.environ["CUDA_VISIBLE_DEVICES"],
                                             "started": time.time(), "server_start_s": time.monotonic() - t0}).encode()
     print(f"{role}:{slot} serving at {address} (CUDA_VISIBLE_DEVICES={os.environ['CUDA_VISIBLE_DEVICES']!r})", flush=True)
