@@ -260,3 +260,45 @@ def test_failing_slot_backs_off_and_preemptions_do_not_count(master):
     assert len(master.app.containers) == started + 3 and master.restarts[("worker", 1)] == 2
     lost = [e for e in master.events.events if e["event"] == "container_lost"]
     assert [e["preempted"] for e in lost] == [False, False, True]
+
+
+def _clock(master):
+    now = [0.0]
+    master.clock = lambda: now[0]
+    return now
+
+
+def _lose_ps(master, outcome=None):
+    """Lose the live PS container (not a preemption) and run one round of the loop."""
+    master.app.lose(master.live[("ps", 0)])
+    assert master.step() == outcome
+
+
+def test_second_ps_loss_during_its_backoff_restarts_the_coordinator_not_the_job(master):
+    """Issue 12: the coordinator killed for the second PS loss is not a coordinator failure."""
+    now = _clock(master)
+    _start(master)
+    _lose_ps(master)  # first loss: replaced at once, a new coordinator waits for it
+    _lose_ps(master)  # its replacement is lost too: 2 s of backoff, the coordinator is stopped
+    assert master.events.events[-1]["delay_s"] == 2 and "coordinator_failed" not in _kinds(master)
+    assert master.step() is None and master.given is None  # still waiting out the backoff
+    now[0] = 2.5
+    assert master.step() is None  # the replacement PS starts, and with it the next coordinator
+    master.app.serve("ps", 0, "h:1")
+    assert master.step() is None
+    assert _kinds(master)[-1] == "coordinator_started" and master.coordinator.poll() is None
+    assert "coordinator_failed" not in _kinds(master) and master.given == master.cluster
+
+
+def test_ps_restart_limit_is_the_job_specs_default(master):
+    """max_ps_restarts comes from JobSpec (one source of defaults): the loss after it fails the job."""
+    from tfhadoop.trainer.job import JobSpec
+
+    now = _clock(master)
+    limit = JobSpec.__dataclass_fields__["max_ps_restarts"].default
+    _start(master)
+    for _ in range(limit):
+        _lose_ps(master)
+        now[0] += 60  # past any backoff: the replacement starts
+        assert master.step() is None and master.live.get(("ps", 0))
+    _lose_ps(master, ("FAILED", f"ps:0 lost {limit + 1} times (killed)"))

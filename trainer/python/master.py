@@ -26,6 +26,7 @@ in the key-value store under ``events`` and in ``<checkpoint_dir>/events.jsonl``
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import socket
@@ -35,6 +36,7 @@ import time
 
 from tfhadoop.ports import free_port
 from tfhadoop.trainer import protocol
+from tfhadoop.trainer.job import JobSpec
 from tfhadoop.trainer.jobpage import Sampler
 
 REPLACE_BACKOFF_MAX_S = 30  # a slot whose containers keep failing waits 2, 4, ... up to this many s
@@ -81,7 +83,8 @@ class EventLog:
 
 class Master:
     def __init__(self, app, job: dict, work: str):
-        self.app, self.job, self.work = app, job, work
+        self.app, self.job, self.work = app, job_settings(job), work
+        job = self.job
         self.events = EventLog(app, job["checkpoint_dir"], getattr(app, "id", None))
         self.sampler = Sampler(app, job["checkpoint_dir"], getattr(app, "id", None))
         self.ports = {("ps", i): free_port() for i in range(job["ps"])}
@@ -93,7 +96,7 @@ class Master:
         self.replacing: set[tuple[str, int]] = set()  # replacements whose server is not up yet
         self.delayed: dict[tuple[str, int], float] = {}  # replacements waiting out a backoff -> due time
         self.clock = time.monotonic
-        self.coordinator: subprocess.Popen | None = None
+        self.coordinator: subprocess.Popen | None = None  # None: stopped for a lost PS, none yet
         self.coordinator_attempts = 0
         self.last_error: dict | None = None
         self.in_spec: list[int] = []  # worker slots in the cluster spec, in task-index order
@@ -108,7 +111,7 @@ class Master:
     # -- containers -------------------------------------------------------------------------
     def start(self, role: str, slot: int) -> None:
         env = {protocol.ENV_ROLE: role, protocol.ENV_SLOT: str(slot), protocol.ENV_PORT: str(self.ports[(role, slot)]),
-               protocol.ENV_GPUS: str(self.job.get("worker_gpus", 0) if role == "worker" else 0)}
+               protocol.ENV_GPUS: str(self.job["worker_gpus"] if role == "worker" else 0)}
         c = self.app.add_container(role, env=env)
         self.containers[c.id] = (role, slot)
         self.live[(role, slot)] = c.id
@@ -133,11 +136,11 @@ class Master:
             present = [s for s in range(self.job["workers"]) if f"addr/worker/{s}" in self.app.kv]
             waited = time.monotonic() - t0
             if len(present) == self.job["workers"] or (
-                    waited > self.job.get("startup_wait", 60) and len(present) >= self.job.get("min_workers", 1)):
+                    waited > self.job["startup_wait"] and len(present) >= self.job["min_workers"]):
                 break
             if waited > timeout:
                 raise RuntimeError(f"{len(present)} of {self.job['workers']} workers started within {timeout:.0f} s, "
-                                   f"fewer than --min-workers {self.job.get('min_workers', 1)} "
+                                   f"fewer than --min-workers {self.job['min_workers']} "
                                    f"(not enough resources in queue {self.job['queue']}?)")
             time.sleep(0.5)
         self.in_spec = present
@@ -241,8 +244,8 @@ class Master:
         missing = self.missing_servers(up)
         if not missing and time.monotonic() >= self.begin_after:
             self.begin_coordinator()
-        elif missing and time.monotonic() - self.spawned_at > self.job.get("startup_timeout", 300):
-            raise RuntimeError(f"{', '.join(missing)} did not come up within {self.job.get('startup_timeout', 300)} s")
+        elif missing and time.monotonic() - self.spawned_at > self.job["startup_timeout"]:
+            raise RuntimeError(f"{', '.join(missing)} did not come up within {self.job['startup_timeout']} s")
 
     def maybe_request_rescale(self, up: dict) -> None:
         """The running coordinator's spec is out of date (workers added or moved) and every server
@@ -267,9 +270,12 @@ class Master:
             self.events.add("first_wave", role="chief", attempt=self.coordinator_attempts)
 
     def stop_coordinator(self) -> None:
+        """Kill the coordinator and forget it: its exit (-9) is ours, never a coordinator failure
+        for ``step`` to poll; the next one is spawned when the lost PS's replacement starts."""
         if self.coordinator and self.coordinator.poll() is None:
             self.coordinator.kill()
             self.coordinator.wait()
+        self.coordinator = None
 
     def coordinator_error(self) -> dict:
         try:
@@ -297,7 +303,7 @@ class Master:
             (self.last_error["type"], self.last_error["message"])
         if error["type"] not in CLUSTER_ERRORS or repeated:
             return "FAILED", f"{error['type']}: {error['message']}"
-        if self.coordinator_attempts > self.job.get("max_coordinator_restarts", 3):
+        if self.coordinator_attempts > self.job["max_coordinator_restarts"]:
             return "FAILED", f"coordinator failed {self.coordinator_attempts} times, last: {error['message']}"
         self.last_error = error
         self.begin_after = time.monotonic() + min(2 ** self.coordinator_attempts, 30)
@@ -311,10 +317,10 @@ class Master:
         self.spawn_coordinator()
         for role, slot in self.ports:
             self.start(role, slot)
-        cluster = self.wait_addresses(self.job.get("startup_timeout", 300))
+        cluster = self.wait_addresses(self.job["startup_timeout"])
         self.publish_cluster(cluster)
         self.wait_up([f"up/ps/{s}" for s in range(self.job["ps"])] + [f"up/worker/{s}" for s in self.in_spec],
-                     self.job.get("startup_timeout", 300))
+                     self.job["startup_timeout"])
         devices = {s: json.loads(self.app.kv[f"up/worker/{s}"].decode()).get("cuda_visible_devices")
                    for s in self.in_spec}
         self.events.add("cluster_up", cluster=cluster, slots=self.in_spec, workers=len(cluster["worker"]),
@@ -335,6 +341,8 @@ class Master:
         self.adopt_addresses(self.app.kv.get_prefix("addr/"))
         up = self.app.kv.get_prefix("up/")
         self.note_replacements_up(up)
+        if self.coordinator is None:  # stopped for a lost PS whose replacement waits out a backoff
+            return None
         rc = self.coordinator.poll()
         if rc is not None:
             return self.coordinator_exited(rc)
@@ -362,10 +370,10 @@ class Master:
                 self.replace(role, slot, attempt=self.restarts.get((role, slot), 0) + 1, delay=0)
                 continue
             n = self.restarts[(role, slot)] = self.restarts.get((role, slot), 0) + 1
-            limit = self.job.get("max_worker_restarts" if role == "worker" else "max_ps_restarts", 5)
+            limit = self.job["max_worker_restarts" if role == "worker" else "max_ps_restarts"]
             if n > limit:
                 alive = sum(1 for r, _ in self.live if r == "worker")
-                if role == "ps" or alive < self.job.get("min_workers", 1):
+                if role == "ps" or alive < self.job["min_workers"]:
                     return "FAILED", f"{role}:{slot} lost {n} times ({c.exit_message})"
                 self.events.add("slot_abandoned", role=role, slot=slot, workers_alive=alive)
                 continue
@@ -392,8 +400,15 @@ class Master:
             del self.delayed[(role, slot)]
             self.start(role, slot)
             self.replacing.add((role, slot))
-            if role == "ps":
+            if role == "ps" and self.coordinator is None:  # stopped in replace(): begins when every PS is up
                 self.spawn_coordinator()
+
+
+def job_settings(job: dict) -> dict:
+    """``job.json`` over the JobSpec's defaults, the one place they live: a key it lacks (a spec
+    written by an older client, a test) gets the same value as a spec built by ``JobSpec``."""
+    defaults = {f.name: f.default for f in dataclasses.fields(JobSpec) if f.default is not dataclasses.MISSING}
+    return {**defaults, **job}
 
 
 def write_result(job_dir: str, app_id: str, status: str, diagnostics: str) -> None:
