@@ -203,25 +203,29 @@ def _exact_plan(source, opts: ExportOptions) -> dict:
     from pyspark.sql.types import DecimalType, DoubleType
 
     types = {f.name: f.dataType for f in source.schema.fields}
-    plan, doubles = {}, []
+    plan, check = {}, []
     for name in opts.exact_columns:
         t = types.get(name)
         if t is None:
             raise CommandError(f"--exact-columns names {name!r}, which is not a column of the input "
                                f"({', '.join(source.columns)})")
-        if isinstance(t, DecimalType):
-            plan[name] = "int64" if t.scale == 0 and t.precision <= 18 else "decimal_text"
-        elif isinstance(t, DoubleType):
-            doubles.append(name)
+        if isinstance(t, DecimalType) and t.scale > 0:
+            plan[name] = "decimal_text"
+        elif isinstance(t, DecimalType) and t.precision <= 18:
+            plan[name] = "int64"
+        elif isinstance(t, (DoubleType, DecimalType)):
+            check.append(name)  # int64 only if every value is an integer that fits
         else:
             raise CommandError(f"--exact-columns names {name!r} of type {t.simpleString()}: only double and "
                                "decimal columns lose digits as float32")
-    if doubles:
-        def integral(c):
+    if check:
+        def fits(name):
+            c = F.col(f"`{name}`")
+            if isinstance(types[name], DecimalType):
+                return c.isNull() | c.between(-(2 ** 63), 2 ** 63 - 1)
             return c.isNull() | ((c == F.floor(c)) & (F.abs(c) < F.lit(2.0 ** 63)))
-        row = source.agg(*[F.sum(F.when(integral(F.col(f"`{n}`")), 0).otherwise(1)).alias(n)
-                           for n in doubles]).collect()[0]
-        for n in doubles:
+        row = source.agg(*[F.sum(F.when(fits(n), 0).otherwise(1)).alias(n) for n in check]).collect()[0]
+        for n in check:
             plan[n] = "int64" if not row[n] else "decimal_text"
     return plan
 

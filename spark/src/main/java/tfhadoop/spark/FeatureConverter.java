@@ -60,6 +60,20 @@ abstract class FeatureConverter {
   /** Value for a Feature (context feature), or null when it holds no value. */
   abstract Object convert(Feature f) throws IOException;
 
+  /**
+   * Sets the value of {@code f} at {@code ordinal} of a mutable row (null when it holds none);
+   * returns whether it was non-null. Scalar numeric columns override this to set values unboxed.
+   */
+  boolean write(Feature f, org.apache.spark.sql.catalyst.InternalRow row, int ordinal) throws IOException {
+    Object v = convert(f);
+    if (v == null) {
+      row.setNullAt(ordinal);
+      return false;
+    }
+    row.update(ordinal, v);
+    return true;
+  }
+
   /** Value for a FeatureList (SequenceExample list); only array-of-array columns take these. */
   Object convertList(FeatureList l) throws IOException {
     throw new IOException("column " + column + " is " + type.simpleString()
@@ -275,10 +289,33 @@ abstract class FeatureConverter {
 
   static final class Scalar extends FeatureConverter {
     private final Elem[] readers;
+    /** 1: bigint/timestamp from int64, 2: float from float, 3: double from float, 0: generic. */
+    private final int fast;
 
     Scalar(String column, DataType type, Rules rules) {
       super(column, type);
       this.readers = readers(column, type, rules);
+      this.fast = type instanceof LongType || type instanceof TimestampType ? 1 : type instanceof FloatType ? 2
+          : type instanceof DoubleType ? 3 : 0;
+    }
+
+    @Override
+    boolean write(Feature f, org.apache.spark.sql.catalyst.InternalRow row, int ordinal) throws IOException {
+      if (f.count == 1) {
+        if (fast == 1 && f.kind == Feature.INT64) {
+          row.setLong(ordinal, f.longs[0]);
+          return true;
+        }
+        if (fast == 2 && f.kind == Feature.FLOAT) {
+          row.setFloat(ordinal, f.floats[0]);
+          return true;
+        }
+        if (fast == 3 && f.kind == Feature.FLOAT) {
+          row.setDouble(ordinal, f.floats[0]);
+          return true;
+        }
+      }
+      return super.write(f, row, ordinal);
     }
 
     @Override

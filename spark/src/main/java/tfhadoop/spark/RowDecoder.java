@@ -7,6 +7,7 @@ import java.util.List;
 import java.util.Map;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
+import org.apache.spark.sql.catalyst.expressions.SpecificInternalRow;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
@@ -49,6 +50,7 @@ final class RowDecoder implements ExampleDecoder.Sink {
   private final FeatureConverter[] converters;
   private final java.util.Set<String> exactColumns;
   private TFRecordReader current;
+  private final SpecificInternalRow row;
   private Feature[] features;
   private FeatureList[] lists;
   private boolean[] present;
@@ -85,6 +87,12 @@ final class RowDecoder implements ExampleDecoder.Sink {
     }
     names = new NameTable(slots);
     converters = converterList.toArray(new FeatureConverter[0]);
+    row = new SpecificInternalRow(readSchema);
+    for (int i = 0; i < fields.length; i++) {
+      if (isPartition[i]) {
+        row.update(i, constants[i]);
+      }
+    }
     int slotsN = converters.length;
     features = new Feature[slotsN];
     lists = new FeatureList[slotsN];
@@ -118,9 +126,14 @@ final class RowDecoder implements ExampleDecoder.Sink {
     return new Node(slot, null, name, field.nullable());
   }
 
+  /**
+   * Decodes one record. The returned row is reused by the next call (Spark's scan projects each row
+   * to an UnsafeRow before asking for the next, as with its own file readers); scalar numeric
+   * columns are set unboxed.
+   */
   InternalRow decode(TFRecordReader r) throws IOException {
-    Object[] values = constants.clone();
     if (recordType == RecordType.BYTE_ARRAY) {
+      Object[] values = constants.clone();
       if (dataPositions.length > 0) {
         values[dataPositions[0]] = r.copyRecord();
       }
@@ -136,14 +149,22 @@ final class RowDecoder implements ExampleDecoder.Sink {
         decoder.decodeExample(r.buffer(), r.recordStart(), r.recordLength(), this);
       }
       for (int i = 0; i < nodes.length; i++) {
-        values[dataPositions[i]] = value(nodes[i]);
+        Node n = nodes[i];
+        int s = n.slot;
+        if (n.children == null && present[s] && !presentList[s]) {
+          if (!converters[s].write(features[s], row, dataPositions[i]) && !n.nullable) {
+            value(n); // throws the missing-value error
+          }
+        } else {
+          row.update(dataPositions[i], value(n));
+        }
       }
     } catch (MissingValue e) {
       throw e;
     } catch (IOException e) {
       throw new IOException(e.getMessage() + " (record at offset " + r.recordOffset() + " of " + r.file() + ")", e);
     }
-    return new GenericInternalRow(values);
+    return row;
   }
 
   private Object value(Node n) throws IOException {
