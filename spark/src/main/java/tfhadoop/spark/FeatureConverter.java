@@ -130,6 +130,17 @@ abstract class FeatureConverter {
     return t.simpleString() + " columns read int64_list features";
   }
 
+  /** An int64 element read into a narrower integral column: an error when it does not fit. */
+  static Elem narrowing(String column, DataType t, long min, long max, java.util.function.LongFunction<Object> cast) {
+    return (f, i) -> {
+      long v = f.longs[i];
+      if (v < min || v > max) {
+        throw outOfRange(column, v, t);
+      }
+      return cast.apply(v);
+    };
+  }
+
   static IOException outOfRange(String column, long v, DataType t) {
     return new IOException("feature '" + column + "' holds int64 " + v + ", which does not fit column " + column
         + " of type " + t.simpleString());
@@ -141,29 +152,11 @@ abstract class FeatureConverter {
     if (t instanceof LongType || t instanceof TimestampType) {
       r[Feature.INT64] = (f, i) -> f.longs[i];
     } else if (t instanceof IntegerType || t instanceof DateType) {
-      r[Feature.INT64] = (f, i) -> {
-        long v = f.longs[i];
-        if (v != (int) v) {
-          throw outOfRange(column, v, t);
-        }
-        return (int) v;
-      };
+      r[Feature.INT64] = narrowing(column, t, Integer.MIN_VALUE, Integer.MAX_VALUE, v -> (int) v);
     } else if (t instanceof ShortType) {
-      r[Feature.INT64] = (f, i) -> {
-        long v = f.longs[i];
-        if (v != (short) v) {
-          throw outOfRange(column, v, t);
-        }
-        return (short) v;
-      };
+      r[Feature.INT64] = narrowing(column, t, Short.MIN_VALUE, Short.MAX_VALUE, v -> (short) v);
     } else if (t instanceof ByteType) {
-      r[Feature.INT64] = (f, i) -> {
-        long v = f.longs[i];
-        if (v != (byte) v) {
-          throw outOfRange(column, v, t);
-        }
-        return (byte) v;
-      };
+      r[Feature.INT64] = narrowing(column, t, Byte.MIN_VALUE, Byte.MAX_VALUE, v -> (byte) v);
     } else if (t instanceof BooleanType) {
       r[Feature.INT64] = (f, i) -> {
         long v = f.longs[i];
