@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import tempfile
 import time
 import uuid
+
+from benchcluster import bench_cluster
 
 
 def main() -> int:
@@ -26,19 +26,14 @@ def main() -> int:
     ap.add_argument("--state-dir", help="a running embedded cluster to use")
     args = ap.parse_args()
 
-    from tfhadoop.yarn.embedded import EmbeddedCluster
+    with bench_cluster(args.state_dir) as conf:
+        return run(args, conf)
 
-    cluster = None
-    if not os.environ.get("HADOOP_CONF_DIR"):
-        cluster = EmbeddedCluster(args.state_dir or tempfile.mkdtemp(prefix="tfhadoop-bench-"))
-        started = not cluster.is_running()
-        cluster.up()
-        os.environ["TFHADOOP_STATE_DIR"] = str(cluster.state_dir)
-    from tfhadoop import hadoop
+
+def run(args, conf) -> int:
     from tfhadoop.spark.export import ExportOptions, run_export
     from tfhadoop.spark.session import hive_session
 
-    conf = hadoop.use_cluster(cluster.state_dir if cluster else None)
     spark = hive_session("bench-export", extra_conf={"spark.driver.memory": "4g", "spark.ui.enabled": "false"})
     spark.sparkContext.setLogLevel("ERROR")
     table = f"bench_export_{uuid.uuid4().hex[:6]}"
@@ -75,8 +70,6 @@ def main() -> int:
                           "ratio_export_vs_parquet": round(t_peer / t_ours, 2)}
     print(json.dumps(results, indent=2))
     spark.stop()
-    if cluster is not None and started:
-        cluster.down()
     return 0
 
 

@@ -29,6 +29,8 @@ import tempfile
 import time
 import uuid
 
+from benchcluster import bench_cluster
+
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -38,17 +40,11 @@ def main() -> int:
     ap.add_argument("--state-dir", help="a running embedded cluster to use")
     args = ap.parse_args()
 
-    from tfhadoop.yarn.embedded import EmbeddedCluster
+    with bench_cluster(args.state_dir) as conf:
+        return run(args, conf)
 
-    cluster = started = None
-    if not os.environ.get("HADOOP_CONF_DIR"):
-        cluster = EmbeddedCluster(args.state_dir or tempfile.mkdtemp(prefix="tfhadoop-bench-"))
-        started = not cluster.is_running()
-        cluster.up()
-        os.environ["TFHADOOP_STATE_DIR"] = str(cluster.state_dir)
-    from tfhadoop import hadoop
 
-    conf = hadoop.use_cluster(cluster.state_dir if cluster else None)
+def run(args, conf) -> int:
     import hdfs_native
     import numpy as np
     import tensorflow as tf
@@ -124,8 +120,6 @@ def main() -> int:
         tf.io.gfile.rmtree(remote_dir)
         os.remove(local)
         os.rmdir(workdir)
-        if cluster is not None and started:
-            cluster.down()
 
     result = {
         "records": n,
