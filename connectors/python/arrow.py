@@ -206,6 +206,19 @@ class _Batches:
                 self.pending.extend(decoded)
         self.rows += len(records)
 
+    def add_framed(self, buf: bytes, pos: int, base: int, max_records: int, path: str):
+        """Native only: frame and decode records from ``buf[pos:]`` (see ``_tfarrow``'s
+        ``add_framed``); returns (new pos, records taken, bad checksum seen)."""
+        try:
+            pos, n, bad = self.dec.add_framed(buf, pos, base, max_records)
+        except self.mod.DecodeError as exc:
+            msg, rec, malformed, offset = exc.args
+            raise _locate(_decode_error(msg, rec, malformed), lambda _rec: (path, offset)) from None
+        if not self.keep:
+            self.dec.clear()
+        self.rows += n
+        return pos, n, bad
+
     def inferred(self) -> pa.Schema:
         if self.mod is not None:
             s = pa.Schema._import_from_c_capsule(self.dec.schema()) if hasattr(pa.Schema, "_import_from_c_capsule") \
@@ -272,8 +285,63 @@ def iter_record_batches(paths, schema: pa.Schema | None = None, record_type: str
     yield from _stream(paths, schema, record_type, compression, bytes_as, batch_rows, native, on_bytes)
 
 
+_CHUNK = 8 << 20  # bytes read per call when the native codec frames the records
+
+
+def _framed(paths, compression, b: _Batches, batch_rows: int, on_bytes):
+    """Native framing: each file's (decompressed) stream is read in ``_CHUNK`` pieces and handed
+    whole to Rust, which frames, checks and decodes the records in place (no Python object per
+    record). Yields each time the decoder holds ``batch_rows`` records. Memory stays at one
+    chunk plus one batch. Damage is re-read by the pure reader so its errors are the same."""
+    from tfhadoop.connectors import fileio
+    from tfhadoop.connectors.tfrecord import TFRecordReader
+
+    limit = batch_rows if b.keep else 1 << 62
+    pending = 0
+    for path in fileio.expand(paths):
+        with TFRecordReader(path, compression) as reader:
+            stream, buf, base, eof = reader.stream, b"", 0, False
+            while not eof:
+                piece = stream.read(_CHUNK)
+                eof = not piece
+                buf = buf + piece if buf else piece
+                pos = 0
+                while True:
+                    new, n, bad = b.add_framed(buf, pos, base, limit - pending, path)
+                    if on_bytes is not None and new > pos:
+                        on_bytes(new - pos)
+                    pos, pending = new, pending + n
+                    if pending >= limit:
+                        yield
+                        pending = 0
+                        continue
+                    if bad or (eof and pos < len(buf)):
+                        _raise_damage(path, buf[pos:], base + pos)
+                    break
+                base += pos
+                buf = buf[pos:]
+    if pending or not b.rows:
+        yield
+
+
+def _raise_damage(path: str, tail: bytes, offset: int):
+    """Raise the pure reader's error for damaged bytes at stream ``offset`` (one wording)."""
+    import io
+
+    from tfhadoop.connectors.tfrecord import ReadStats, _records
+
+    for _ in _records(io.BytesIO(tail), path, offset, ReadStats(), True, False, True, 1 << 20):
+        pass
+    raise RuntimeError(f"{path}: the native framer stopped at offset {offset} but the reference reader found no damage")
+
+
 def _stream(paths, schema, record_type, compression, bytes_as, batch_rows, native, on_bytes, keep=True):
     b = _Batches(schema, record_type, bytes_as, native, keep=keep)
+    if b.mod is not None:
+        for _ in _framed(paths, compression, b, batch_rows, on_bytes):
+            if keep:
+                yield b.finish()
+        return None if keep else b.inferred()
     chunk, origins = [], []
     base = 0
 
