@@ -397,6 +397,11 @@ def read_table(paths, schema: pa.Schema | None = None, record_type: str = "Examp
     """All records of TFRecord files (paths, globs, directories, hdfs:// or fsspec URLs) as a table.
     Without a schema it is inferred in the same pass that decodes (no second read)."""
     b = _Batches(schema, record_type, bytes_as, native)
+    if b.mod is not None:
+        batches = [b.finish() for _ in _framed(paths, compression, b, 65536, None) if schema is not None]
+        if schema is None:
+            batches.append(b.finish())
+        return pa.Table.from_batches(batches, schema=batches[-1].schema)
     chunk, origins, batches = [], [], []
     base = 0
 

@@ -124,3 +124,19 @@ def test_to_parquet_from_hdfs(hadoop_cluster, tmp_path, monkeypatch):
     assert main(["records", "to-parquet", base, "-o", str(out), "--batch-rows", "64"]) == 0
     _, pure = _table(base, False, batch_rows=64)
     assert pq.read_table(out).equals(pure) and pure.num_rows == 500
+
+
+@pytest.mark.parametrize("suffix", ["", ".gz"])
+def test_read_table_frames_natively_too(tmp_path, chunk, suffix):
+    for k in range(3):
+        write_records(str(tmp_path / f"part-{k}.tfrecord{suffix}"), _recs(70, k))
+    nat, pure = ar.read_table(str(tmp_path)), ar.read_table(str(tmp_path), native=False)
+    assert nat.equals(pure) and nat.num_rows == 210
+    assert ar.read_table(str(tmp_path), nat.schema).equals(pure)
+    path, _ = _damaged(tmp_path, "data_flip", suffix)
+    errors = []
+    for native in (None, False):
+        with pytest.raises(TFRecordError) as info:
+            ar.read_table(str(tmp_path), native=native)
+        errors.append(str(info.value))
+    assert errors[0] == errors[1] and errors[0].startswith(f"{path}: corrupted record at ")
