@@ -206,6 +206,19 @@ class _Batches:
                 self.pending.extend(decoded)
         self.rows += len(records)
 
+    def add_framed(self, buf: bytes, pos: int, base: int, max_records: int, path: str):
+        """Native only: frame and decode records from ``buf[pos:]`` (see ``_tfarrow``'s
+        ``add_framed``); returns (new pos, records taken, bad checksum seen)."""
+        try:
+            pos, n, bad = self.dec.add_framed(buf, pos, base, max_records)
+        except self.mod.DecodeError as exc:
+            msg, rec, malformed, offset = exc.args
+            raise _locate(_decode_error(msg, rec, malformed), lambda _rec: (path, offset)) from None
+        if not self.keep:
+            self.dec.clear()
+        self.rows += n
+        return pos, n, bad
+
     def inferred(self) -> pa.Schema:
         if self.mod is not None:
             s = pa.Schema._import_from_c_capsule(self.dec.schema()) if hasattr(pa.Schema, "_import_from_c_capsule") \
@@ -266,14 +279,74 @@ def iter_record_batches(paths, schema: pa.Schema | None = None, record_type: str
                         bytes_as: str = "auto", batch_rows: int = 65536, native=None, on_bytes=None):
     """Record batches of at most ``batch_rows`` rows from TFRecord files, in bounded memory. With
     ``schema=None`` a first pass infers the schema (keeping no values). Errors name the file and
-    the record's byte offset. ``on_bytes(n)`` is told the framed bytes consumed (progress)."""
+    the record's byte offset. ``on_bytes(n)`` is told the framed bytes consumed (progress).
+
+    With the native codec both passes frame, check and decode in Rust (:func:`_framed`): the
+    inference pass reads every record rather than a sample, so the schema holds for all of them
+    and the decode pass can never fail on a record the first pass accepted; it costs one more
+    native read, no Python object per record."""
     if schema is None:
         schema = _stream_schema(paths, None, record_type, compression, bytes_as, batch_rows, native, on_bytes)
     yield from _stream(paths, schema, record_type, compression, bytes_as, batch_rows, native, on_bytes)
 
 
+_CHUNK = 8 << 20  # bytes read per call when the native codec frames the records
+
+
+def _framed(paths, compression, b: _Batches, batch_rows: int, on_bytes):
+    """Native framing: each file's (decompressed) stream is read in ``_CHUNK`` pieces and handed
+    whole to Rust, which frames, checks and decodes the records in place (no Python object per
+    record). Yields each time the decoder holds ``batch_rows`` records. Memory stays at one
+    chunk plus one batch. Damage is re-read by the pure reader so its errors are the same."""
+    from tfhadoop.connectors import fileio
+    from tfhadoop.connectors.tfrecord import TFRecordReader
+
+    limit = batch_rows if b.keep else 1 << 62
+    pending = 0
+    for path in fileio.expand(paths):
+        with TFRecordReader(path, compression) as reader:
+            stream, buf, base, eof = reader.stream, b"", 0, False
+            while not eof:
+                piece = stream.read(_CHUNK)
+                eof = not piece
+                buf = buf + piece if buf else piece
+                pos = 0
+                while True:
+                    new, n, bad = b.add_framed(buf, pos, base, limit - pending, path)
+                    if on_bytes is not None and new > pos:
+                        on_bytes(new - pos)
+                    pos, pending = new, pending + n
+                    if pending >= limit:
+                        yield
+                        pending = 0
+                        continue
+                    if bad or (eof and pos < len(buf)):
+                        _raise_damage(path, buf[pos:], base + pos)
+                    break
+                base += pos
+                buf = buf[pos:]
+    if pending or not b.rows:
+        yield
+
+
+def _raise_damage(path: str, tail: bytes, offset: int):
+    """Raise the pure reader's error for damaged bytes at stream ``offset`` (one wording)."""
+    import io
+
+    from tfhadoop.connectors.tfrecord import ReadStats, _records
+
+    for _ in _records(io.BytesIO(tail), path, offset, ReadStats(), True, False, True, 1 << 20):
+        pass
+    raise RuntimeError(f"{path}: the native framer stopped at offset {offset} but the reference reader found no damage")
+
+
 def _stream(paths, schema, record_type, compression, bytes_as, batch_rows, native, on_bytes, keep=True):
     b = _Batches(schema, record_type, bytes_as, native, keep=keep)
+    if b.mod is not None:
+        for _ in _framed(paths, compression, b, batch_rows, on_bytes):
+            if keep:
+                yield b.finish()
+        return None if keep else b.inferred()
     chunk, origins = [], []
     base = 0
 
@@ -324,6 +397,11 @@ def read_table(paths, schema: pa.Schema | None = None, record_type: str = "Examp
     """All records of TFRecord files (paths, globs, directories, hdfs:// or fsspec URLs) as a table.
     Without a schema it is inferred in the same pass that decodes (no second read)."""
     b = _Batches(schema, record_type, bytes_as, native)
+    if b.mod is not None:
+        batches = [b.finish() for _ in _framed(paths, compression, b, 65536, None) if schema is not None]
+        if schema is None:
+            batches.append(b.finish())
+        return pa.Table.from_batches(batches, schema=batches[-1].schema)
     chunk, origins, batches = [], [], []
     base = 0
 

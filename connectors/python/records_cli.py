@@ -427,8 +427,8 @@ def _to_parquet(args) -> int:
     tmp = f"{args.output}.tmp-{os.getpid()}"
     rows = 0
     try:
-        batches = ar.iter_record_batches(files, schema, record_type, _compression(args), batch_rows=args.batch_rows,
-                                         on_bytes=progress.update)
+        batches = _ahead(ar.iter_record_batches(files, schema, record_type, _compression(args), batch_rows=args.batch_rows,
+                                                on_bytes=progress.update))
         writer = None
         try:
             for batch in batches:
@@ -450,6 +450,48 @@ def _to_parquet(args) -> int:
             os.unlink(tmp)
     print(f"{args.output}: {rows} rows ({record_type}) from {len(files)} file(s)")
     return 0
+
+
+def _ahead(gen, depth: int = 2):
+    """Run ``gen`` in a thread, ``depth`` items ahead: the native decoder and the Parquet writer
+    both release the GIL, so decoding batch n+1 overlaps writing batch n. Memory grows by at
+    most ``depth`` batches; the producer's exception is re-raised here, unchanged."""
+    import queue
+    import threading
+
+    q, stop, done = queue.Queue(depth), threading.Event(), object()
+
+    def produce():
+        err = None
+        try:
+            for item in gen:
+                if stop.is_set():
+                    return
+                q.put((item, None))  # the consumer drains the queue until this thread ends
+        except Exception as exc:  # noqa: BLE001 - handed to the consumer, which raises it
+            err = exc
+        finally:
+            q.put((done, err))
+
+    worker = threading.Thread(target=produce, name="to-parquet-decode", daemon=True)
+    worker.start()
+    try:
+        while True:
+            item, exc = q.get()
+            if exc is not None:
+                raise exc
+            if item is done:
+                return
+            yield item
+    finally:
+        stop.set()
+        while worker.is_alive():
+            try:
+                q.get(timeout=0.1)
+            except queue.Empty:
+                pass
+        worker.join()
+        gen.close()
 
 
 def _from_parquet(args) -> int:

@@ -2,6 +2,7 @@
 //! to and from pyarrow through the Arrow C data interface (PyCapsules, no copies). The Python
 //! wrapper is connectors/python/arrow.py; it owns the API, this module only the hot loops.
 
+mod crc;
 mod decode;
 mod enc;
 mod wire;
@@ -104,12 +105,57 @@ impl Decoder {
         match res {
             Ok(()) => Ok(()),
             Err((e, rec)) => {
-                let what = if sequence { "SequenceExample" } else { "Example" };
-                let (msg, malformed) = match e {
-                    decode::DErr::Malformed(m) => (format!("record {rec} is not a serialized {what}: {m}"), true),
-                    decode::DErr::Schema(m) => (m, false),
-                };
+                let (msg, malformed) = message(e, rec, sequence);
                 Err(DecodeError::new_err((msg, rec, malformed)))
+            }
+        }
+    }
+
+    /// Frame TFRecords in `buf[start..]` (`buf[0]` is at stream offset `base`), check both
+    /// masked CRC32Cs and decode up to `max_records` of them, with no Python object per record.
+    /// Returns (index after the last record taken, records taken, bad): it stops early at a
+    /// record that is not whole in `buf` (the caller reads more) or whose checksum fails
+    /// (`bad`; the caller re-reads that tail with the pure reader, which words the error).
+    /// A decode error raises DecodeError(message, record, malformed, record's stream offset).
+    #[pyo3(signature = (buf, start, base, max_records))]
+    fn add_framed(&mut self, py: Python<'_>, buf: &[u8], start: usize, base: u64, max_records: usize) -> PyResult<(usize, usize, bool)> {
+        let inner = &mut self.inner;
+        let sequence = self.sequence;
+        let res = py.allow_threads(|| {
+            let (mut pos, mut n, mut bad) = (start.min(buf.len()), 0usize, false);
+            while n < max_records && buf.len() - pos >= 12 {
+                let head = &buf[pos..pos + 8];
+                let lcrc = u32::from_le_bytes(buf[pos + 8..pos + 12].try_into().unwrap());
+                if crc::masked(head) != lcrc {
+                    bad = true;
+                    break;
+                }
+                let len = u64::from_le_bytes(head.try_into().unwrap());
+                let avail = (buf.len() - pos - 12) as u64;
+                if avail < 4 || len > avail - 4 {
+                    break;
+                }
+                let len = len as usize;
+                let data = &buf[pos + 12..pos + 12 + len];
+                let dcrc = u32::from_le_bytes(buf[pos + 12 + len..pos + 16 + len].try_into().unwrap());
+                if crc::masked(data) != dcrc {
+                    bad = true;
+                    break;
+                }
+                let rec = inner.rows_total;
+                if let Err(e) = inner.add(data, rec) {
+                    return Err((e, rec, base + pos as u64));
+                }
+                pos += 16 + len;
+                n += 1;
+            }
+            Ok((pos, n, bad))
+        });
+        match res {
+            Ok(r) => Ok(r),
+            Err((e, rec, offset)) => {
+                let (msg, malformed) = message(e, rec, sequence);
+                Err(DecodeError::new_err((msg, rec, malformed, offset)))
             }
         }
     }
@@ -137,6 +183,14 @@ impl Decoder {
     /// Drop the values decoded so far (inference statistics stay): a schema-only pass.
     fn clear(&mut self) {
         self.inner.clear();
+    }
+}
+
+fn message(e: decode::DErr, rec: usize, sequence: bool) -> (String, bool) {
+    let what = if sequence { "SequenceExample" } else { "Example" };
+    match e {
+        decode::DErr::Malformed(m) => (format!("record {rec} is not a serialized {what}: {m}"), true),
+        decode::DErr::Schema(m) => (m, false),
     }
 }
 
