@@ -28,3 +28,13 @@ def test_demo_runs_end_to_end(tmp_path):
     assert "epoch 3/3, step" in out and "SavedModel at hdfs://" in out
     assert "embedded Hadoop cluster down" in out
     assert not (env_state / "cluster.json").exists()
+    # Quiet by default (issue 10): the steps and their results only; Java, Spark, Skein and
+    # TensorFlow logs go to the log file named at the end.
+    lines = out.splitlines()
+    assert len(lines) <= 40, out
+    noise = [line for line in lines if re.search(r" (INFO|WARN|ERROR) |^\s+at [\w$.]+\(|Exception|oneDNN|cuda", line)]
+    assert not noise, noise
+    assert not proc.stderr.strip(), proc.stderr[-3000:]
+    log = re.search(r"Java, Spark, Skein and TensorFlow logs: (\S+)", out).group(1)
+    logged = open(log).read()
+    assert "INFO" in logged or "WARN" in logged, logged[-2000:]

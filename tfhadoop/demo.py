@@ -34,6 +34,20 @@ def _step(title: str):
 
 
 def run(args) -> int:
+    """Quiet unless -v: Java (Spark, Skein, Hadoop), TensorFlow and library logs go to a log file
+    named at the end (also when a step fails); stdout keeps the steps and their results."""
+    from tfhadoop.trainer import console
+
+    log = None
+    try:
+        with console.quiet(args.verbose, "demo") as log:
+            return _run(args, log)
+    finally:
+        if log:
+            print(f"\nJava, Spark, Skein and TensorFlow logs: {log}", flush=True)
+
+
+def _run(args, log: str | None) -> int:
     from tfhadoop import hadoop
     from tfhadoop.yarn.embedded import EmbeddedCluster
 
@@ -46,11 +60,11 @@ def run(args) -> int:
               + (" (already running)" if was_running else f", daemons ready in {info['start_seconds']:.1f} s"))
     try:
         hadoop.use_cluster(cluster.state_dir)
-        _skein_hello()
+        _skein_hello(args.verbose, log)
         table = _hive_round_trip(args.rows)
         dataset = _tfrecord_export(table, args.rows)
         if not args.no_train:
-            _train(dataset, args.workers)
+            _train(dataset, args.workers, args.verbose, log)
     finally:
         if not (args.keep or was_running):
             with _step("embedded Hadoop cluster down"):
@@ -59,9 +73,10 @@ def run(args) -> int:
     return 0
 
 
-def _skein_hello() -> None:
+def _skein_hello(verbose: bool, log: str | None) -> None:
     import skein
 
+    from tfhadoop.trainer import console
     from tfhadoop.yarn.logs import application_logs
 
     with _step("a YARN application through Skein"):
@@ -70,7 +85,7 @@ def _skein_hello() -> None:
             master=skein.Master(resources=skein.Resources(memory=256, vcores=1)),
             services={"hello": skein.Service(resources=skein.Resources(memory=256, vcores=1, gpus=1),
                                              script='echo "hello from YARN container $CONTAINER_ID"')})
-        with skein.Client(log_level="warn") as client:
+        with console.skein_client(verbose, log) as client:
             app_id = client.submit(spec)
             print(f"   submitted {app_id}")
             while (report := client.application_report(app_id)).state not in ("FINISHED", "FAILED", "KILLED"):
@@ -132,7 +147,7 @@ def _tfrecord_export(table: str, rows: int) -> str:
     return out
 
 
-def _train(dataset: str, workers: int) -> None:
+def _train(dataset: str, workers: int, verbose: bool, log: str | None) -> None:
     from dataclasses import asdict
 
     from tfhadoop.trainer import console
@@ -142,13 +157,9 @@ def _train(dataset: str, workers: int) -> None:
     job = JobSpec(model="tfhadoop.trainer.demo_model:build", data=dataset, label="label", workers=workers,
                   ps=1, epochs=3, batch_size=64, task_records=500, worker_memory="1g", ps_memory="1g",
                   checkpoint_dir=f"{run}/checkpoints", export_dir=f"{run}/model", name="tfhadoop-demo-train").validate()
-    log = console.log_path()  # the Skein driver's and TensorFlow's logs; named at the end
     with _step(f"tfhadoop train: 1 parameter server + {workers} workers on YARN, {job.epochs} epochs"):
-        with console.stderr_to(log):
-            client = console.skein_client(False, log)
-        with client:
-            with console.stderr_to(log):
-                app_id = submit(job, client=client, notice=lambda text: print(f"   {text}"))
+        with console.skein_client(verbose, log) as client:
+            app_id = submit(job, client=client, notice=lambda text: print(f"   {text}"))
             print(f"   submitted {app_id}")
             state = follow(app_id, job.checkpoint_dir, client=client,
                            display=console.Display(asdict(job), _Indented(), tty=False))
@@ -158,7 +169,6 @@ def _train(dataset: str, workers: int) -> None:
         metrics = state["metrics"] or {}
         print(f"   eval split: {', '.join(f'{k} {v:.3f}' for k, v in (metrics.get('eval') or {}).items())}")
         print(f"   SavedModel at {job.export_dir}; checkpoints, events.jsonl and tensorboard/ in {job.checkpoint_dir}")
-        print(f"   client log: {log}")
 
 
 class _Indented:

@@ -12,11 +12,11 @@ LINE_EVERY_S = 15  # without a terminal: a progress line at most this often (and
 QUIET_EVENTS = {"first_wave"}  # timing details: in the log and on the job page, not on the console
 
 
-def log_path() -> str:
+def log_path(command: str = "train") -> str:
     """A fresh log file under ~/.tfhadoop/logs for this command's driver and library logs."""
     folder = os.path.join(os.path.expanduser("~"), ".tfhadoop", "logs")
     os.makedirs(folder, exist_ok=True)
-    return os.path.join(folder, f"train-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log")
+    return os.path.join(folder, f"{command}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log")
 
 
 def skein_client(verbose: bool, log: str | None):
@@ -56,6 +56,16 @@ def stderr_to(log: str | None):
         sys.stderr.flush()
         os.dup2(saved, 2)
         os.close(saved)
+
+
+@contextlib.contextmanager
+def quiet(verbose: bool, command: str):
+    """The whole command quiet unless ``-v``: Python logs and fd 2 (the JVMs started meanwhile
+    inherit it, with their log4j console output) to a fresh log file; yields its path (None: -v)."""
+    log = None if verbose else log_path(command)
+    route_logging(verbose, log)
+    with stderr_to(log):
+        yield log
 
 
 def format_event(e: dict) -> str:
