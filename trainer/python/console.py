@@ -20,10 +20,14 @@ def log_path(command: str = "train") -> str:
 
 
 def skein_client(verbose: bool, log: str | None):
-    """The Skein driver: its Java logs to ``log`` (quiet) or the terminal (``-v``)."""
+    """The Skein driver: its Java logs appended to ``log`` (quiet) or on the terminal (``-v``).
+
+    Skein opens a ``log=`` path with mode "w", wiping what the command logged before (a second
+    driver would wipe the first's), so the driver inherits stdout and stderr pointed at the log."""
     import skein
 
-    return skein.Client(log=None if verbose else log, log_level="info" if verbose else "warn")
+    with fds_to(log, (1, 2)):
+        return skein.Client(log=None, log_level="info" if verbose else "warn")
 
 
 def route_logging(verbose: bool, log: str | None) -> None:
@@ -40,22 +44,32 @@ def route_logging(verbose: bool, log: str | None) -> None:
     root.addHandler(handler)
 
 
-@contextlib.contextmanager
 def stderr_to(log: str | None):
     """Send file descriptor 2 (TensorFlow's C++ logs, Java warnings) to ``log`` for a while."""
+    return fds_to(log, (2,))
+
+
+@contextlib.contextmanager
+def fds_to(log: str | None, fds=(2,)):
+    """Append file descriptors ``fds`` (1 stdout, 2 stderr) to ``log`` for a while; processes
+    started meanwhile keep writing there. No-op without a log."""
     if not log:
         yield
         return
+    sys.stdout.flush()
     sys.stderr.flush()
-    saved = os.dup(2)
+    saved = {fd: os.dup(fd) for fd in fds}
     with open(log, "ab") as f:
-        os.dup2(f.fileno(), 2)
+        for fd in fds:
+            os.dup2(f.fileno(), fd)
     try:
         yield
     finally:
+        sys.stdout.flush()
         sys.stderr.flush()
-        os.dup2(saved, 2)
-        os.close(saved)
+        for fd, copy in saved.items():
+            os.dup2(copy, fd)
+            os.close(copy)
 
 
 @contextlib.contextmanager
