@@ -16,7 +16,9 @@ and port each must use), assembles the cluster spec from the addresses the conta
 - a parameter server lost: the coordinator is stopped, a replacement PS is started at the same
   address and the coordinator restarts from the latest checkpoint on HDFS;
 - the coordinator fails: restarted with backoff, unless the error repeats or is not a cluster
-  error (a model bug): then the application fails at once with that error.
+  error (a model bug): then the application fails at once with that error. Only its own failures
+  count against ``max_coordinator_restarts``; one the master stopped (a lost PS) or restarted for
+  a new spec does not.
 
 The coordinator process is started before the servers are up (it imports TensorFlow and the model
 meanwhile) and begins when the master writes ``cluster.json``: once every server in the spec is up.
@@ -97,7 +99,8 @@ class Master:
         self.delayed: dict[tuple[str, int], float] = {}  # replacements waiting out a backoff -> due time
         self.clock = time.monotonic
         self.coordinator: subprocess.Popen | None = None  # None: stopped for a lost PS, none yet
-        self.coordinator_attempts = 0
+        self.coordinator_attempts = 0  # coordinator processes started, for the events' ``attempt``
+        self.coordinator_failures = 0  # only these count against max_coordinator_restarts
         self.last_error: dict | None = None
         self.in_spec: list[int] = []  # worker slots in the cluster spec, in task-index order
         self.cluster: dict = {}  # the spec the containers see ("cluster" in the key-value store)
@@ -214,7 +217,7 @@ class Master:
     def spawn_coordinator(self, planned: bool = False) -> None:
         """Start a coordinator process now; it imports TensorFlow and the model while it waits for
         ``cluster.json`` (``begin_coordinator``), so that time overlaps the servers' start.
-        ``planned``: a restart for a new spec, not counted as a failure."""
+        ``planned``: a restart the master chose (a new spec), not a new attempt after a failure."""
         from tfhadoop.trainer.coordinator import RESCALE
 
         self.coordinator_attempts += 0 if planned else 1
@@ -299,14 +302,15 @@ class Master:
         error = self.coordinator_error()
         self.events.add("coordinator_failed", role="chief", exit_code=rc, error_type=error["type"],
                         diagnostics=error["message"][:2000])
+        self.coordinator_failures += 1
         repeated = self.last_error is not None and (error["type"], error["message"]) == \
             (self.last_error["type"], self.last_error["message"])
         if error["type"] not in CLUSTER_ERRORS or repeated:
             return "FAILED", f"{error['type']}: {error['message']}"
-        if self.coordinator_attempts > self.job["max_coordinator_restarts"]:
-            return "FAILED", f"coordinator failed {self.coordinator_attempts} times, last: {error['message']}"
+        if self.coordinator_failures > self.job["max_coordinator_restarts"]:
+            return "FAILED", f"coordinator failed {self.coordinator_failures} times, last: {error['message']}"
         self.last_error = error
-        self.begin_after = time.monotonic() + min(2 ** self.coordinator_attempts, 30)
+        self.begin_after = time.monotonic() + min(2 ** self.coordinator_failures, 30)
         self.spawn_coordinator()
         return None
 
