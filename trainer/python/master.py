@@ -24,10 +24,11 @@ The coordinator process is started before the servers are up (it imports TensorF
 meanwhile) and begins when the master writes ``cluster.json``: once every server in the spec is up.
 
 Every failure and recovery is an event (time, role, slot, container, exit status, diagnostics),
-in the key-value store under ``events`` and in ``<checkpoint_dir>/events.jsonl``.
+in ``<checkpoint_dir>/events.jsonl`` (all) and the key-value store under ``events`` (the newest).
 """
 from __future__ import annotations
 
+import collections
 import dataclasses
 import json
 import os
@@ -46,34 +47,49 @@ CLUSTER_ERRORS = ("UnavailableError", "AbortedError", "CancelledError", "Deadlin
 
 
 class EventLog:
-    """Every failure and recovery: live in the key-value store (``events``) for the client, and
-    appended line by line to ``<job_dir>/events.jsonl`` on HDFS, which outlives the application.
-    Each event carries the application id: a resumed job appends to the same log."""
+    """Every failure and recovery: appended line by line to ``<job_dir>/events.jsonl`` on HDFS, the
+    full log, which outlives the application; the newest ones (``protocol.EVENTS_TAIL``) in the
+    key-value store (``events``) for live display: rewriting the whole list there on each event
+    would pass gRPC's 4 MB message limit in a long job. Each event carries the application id (a
+    resumed job appends to the same log) and ``seq``, its number in this application's events,
+    by which a client shows each event once, whether from the tail or from the file."""
 
     def __init__(self, app, job_dir: str, app_id: str | None = None):
         self.app, self.url, self.events = app, protocol.job_file(job_dir, protocol.EVENTS_FILE), []
         self.app_id = app_id
+        self.recent: collections.deque[str] = collections.deque(maxlen=protocol.EVENTS_TAIL)  # as JSON
 
     def add(self, kind: str, **fields) -> dict:
-        event = {"time": time.time(), "event": kind, **fields}
+        event = {"time": time.time(), "event": kind, **fields, "seq": len(self.events)}
         if self.app_id:
             event["app"] = self.app_id
         self.events.append(event)
-        print("event:", json.dumps(event), flush=True)
-        self.app.kv[protocol.KV_EVENTS] = json.dumps(self.events).encode()
+        self.recent.append(json.dumps(event))
+        print("event:", self.recent[-1], flush=True)
+        self.app.kv[protocol.KV_EVENTS] = self.tail()
         try:
             from tfhadoop.trainer import hdfs_io
 
-            hdfs_io.append_bytes(self.url, (json.dumps(event) + "\n").encode())
-        except Exception as exc:  # noqa: BLE001 - the key-value store still has the events
+            hdfs_io.append_bytes(self.url, (self.recent[-1] + "\n").encode())
+        except Exception as exc:  # noqa: BLE001 - the key-value store's tail and the AM log have it
             print(f"cannot append to {self.url}: {exc}", flush=True)
         return event
+
+    def tail(self) -> bytes:
+        """The newest events as JSON, at most ``EVENTS_TAIL`` of them and ``EVENTS_TAIL_BYTES``."""
+        lines = list(self.recent)
+        size = sum(len(line) + 1 for line in lines) + 1
+        while len(lines) > 1 and size > protocol.EVENTS_TAIL_BYTES:
+            size -= len(lines.pop(0)) + 1
+        return ("[" + ",".join(lines) + "]").encode()
 
     def rewrite(self) -> None:
         """Replace this application's lines by ``self.events`` (after details were added to past
         events), keeping other applications' lines; written whole, then renamed over."""
         from tfhadoop.trainer import hdfs_io
 
+        self.recent.clear()
+        self.recent.extend(json.dumps(e) for e in self.events[-protocol.EVENTS_TAIL:])
         try:
             old = hdfs_io.read_bytes(self.url).decode().splitlines() if hdfs_io.exists(self.url) else []
             kept = [line for line in old if line.strip() and json.loads(line).get("app") != self.app_id]
