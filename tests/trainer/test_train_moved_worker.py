@@ -302,3 +302,32 @@ def test_ps_restart_limit_is_the_job_specs_default(master):
         now[0] += 60  # past any backoff: the replacement starts
         assert master.step() is None and master.live.get(("ps", 0))
     _lose_ps(master, ("FAILED", f"ps:0 lost {limit + 1} times (killed)"))
+
+
+def test_ps_losses_do_not_consume_the_coordinator_restart_budget(tmp_path, monkeypatch):
+    """Issue 12: coordinators the master stopped for lost PSs are not coordinator failures; with more
+    PS losses (within max_ps_restarts) than max_coordinator_restarts, a coordinator failure after
+    them is still restarted and the job keeps running."""
+    from tfhadoop.trainer import hdfs_io
+    from tfhadoop.trainer import master as m
+
+    monkeypatch.setattr(m.subprocess, "Popen", FakeCoordinator)
+    monkeypatch.setattr(m.time, "sleep", lambda s: None)
+    monkeypatch.setattr(hdfs_io, "write_bytes", lambda *a, **k: None)
+    monkeypatch.setattr(hdfs_io, "append_bytes", lambda *a, **k: None)
+    job = {"checkpoint_dir": "hdfs://nn/c", "ps": 1, "workers": 2, "min_workers": 1, "startup_wait": 0, "queue": "q",
+           "max_ps_restarts": 5, "max_coordinator_restarts": 1}
+    master = m.Master(FakeApp(), job, str(tmp_path))
+    now = _clock(master)
+    _start(master)
+    for _ in range(3):  # three PS losses, more than max_coordinator_restarts
+        _lose_ps(master)
+        now[0] += 60  # past any backoff: the replacement starts, and with it the next coordinator
+        assert master.step() is None
+        master.app.serve("ps", 0, "h:1")
+        assert master.step() is None and master.given == master.cluster
+    with open(os.path.join(master.work, "error.json"), "w") as f:
+        json.dump({"type": "UnavailableError", "message": "worker unreachable"}, f)
+    master.coordinator.returncode = 1  # the coordinator's own first failure: a cluster error
+    assert master.step() is None, "the job must keep running"
+    assert _kinds(master)[-1] == "coordinator_failed" and master.coordinator.poll() is None

@@ -234,6 +234,21 @@ def _kv(app, key):
     return json.loads(value.decode()) if value else None
 
 
+def _show_new_events(display, tail: list[dict], shown: int, job_dir: str, app_id: str) -> int:
+    """Display the events of the key-value store's recent ``tail`` numbered after ``shown``; the
+    ones that left the tail before this poll saw them come from the durable log. Returns the
+    number of the last event shown."""
+    from tfhadoop.trainer import jobdir
+
+    new = jobdir.newer(tail, shown)
+    if new and jobdir.seq(new[0], shown + 1) > shown + 1:  # a gap: more events than the tail holds
+        new = jobdir.merged(jobdir.newer(jobdir.events(job_dir, app_id), shown), new)
+    for e in new:
+        display.event(e)
+        shown = max(shown, jobdir.seq(e, shown + 1))
+    return shown
+
+
 def follow(app_id: str, job_dir: str, out=sys.stdout, poll: float = 2.0, client=None, display=None) -> dict:
     """Show progress and events (``display``: a :class:`console.Display`) until the application
     ends. While it runs they come from the key-value store; once it ended, the events, metrics
@@ -247,7 +262,7 @@ def follow(app_id: str, job_dir: str, out=sys.stdout, poll: float = 2.0, client=
     from tfhadoop.trainer.console import Display
 
     display = display or Display({}, out)
-    last, seen_events, page_shown = None, 0, False
+    last, shown, page_shown = None, -1, False  # shown: ``seq`` of the last event displayed
     try:
         with (contextlib.nullcontext(client) if client else skein.Client()) as client:
             app = None
@@ -266,16 +281,13 @@ def follow(app_id: str, job_dir: str, out=sys.stdout, poll: float = 2.0, client=
                             display.note(f"job page {app.kv.get(protocol.KV_PAGE).decode()}")
                             page_shown = True
                         progress = _kv(app, protocol.KV_PROGRESS)
-                        events = _kv(app, protocol.KV_EVENTS) or []
-                        for e in events[seen_events:]:
-                            display.event(e)
-                        seen_events = max(seen_events, len(events))
+                        shown = _show_new_events(display, _kv(app, protocol.KV_EVENTS) or [], shown, job_dir, app_id)
                         if progress and progress != last:
                             display.progress(progress, _kv(app, protocol.KV_WORKERS_ALIVE))
                             last = progress
                 time.sleep(poll)
         events = jobdir.events(job_dir, app_id)
-        for e in events[seen_events:]:
+        for e in jobdir.newer(events, shown):
             display.event(e)
     finally:
         display.close()

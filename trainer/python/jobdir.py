@@ -58,6 +58,23 @@ def events(job_dir: str, app_id: str | None = None) -> list[dict]:
     return out
 
 
+def seq(event: dict, index: int) -> int:
+    """An event's number among its application's events (``index`` for a log older than ``seq``)."""
+    return event.get("seq", index)
+
+
+def newer(events: list[dict], after: int) -> list[dict]:
+    """The events numbered after ``after`` (the last one shown; -1: none yet)."""
+    return [e for i, e in enumerate(events) if seq(e, i) > after]
+
+
+def merged(durable: list[dict], tail: list[dict]) -> list[dict]:
+    """The full log of a running job: its durable events, then those of the key-value store's
+    recent ``tail`` that the file lacks yet (each event once, whichever holds it)."""
+    last = max((seq(e, i) for i, e in enumerate(durable)), default=-1)
+    return durable + newer(tail, last)
+
+
 def samples(job_dir: str, app_id: str | None = None) -> list[dict]:
     """Progress samples over time (for the job page's plots)."""
     try:

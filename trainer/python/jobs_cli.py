@@ -42,7 +42,7 @@ def _live(client, app_id: str) -> dict:
     page = app.kv.get(protocol.KV_PAGE)
     return {"page": page.decode() if page else None,
             "progress": _kv(app, protocol.KV_PROGRESS), "workers_alive": _kv(app, protocol.KV_WORKERS_ALIVE),
-            "events": _kv(app, protocol.KV_EVENTS), "containers": containers}
+            "events": _kv(app, protocol.KV_EVENTS), "containers": containers}  # events: the recent tail
 
 
 def job_status(client, conf, app_id: str) -> dict:
@@ -59,9 +59,7 @@ def job_status(client, conf, app_id: str) -> dict:
     if str(report.state) == "RUNNING":
         out.update({k: v for k, v in _live(client, app_id).items() if v})
     if job_dir:
-        durable = jobdir.events(job_dir, app_id)
-        if len(durable) >= len(out["events"] or []):
-            out["events"] = durable
+        out["events"] = jobdir.merged(jobdir.events(job_dir, app_id), out["events"] or [])
         metrics = jobdir.metrics(job_dir)
         out["metrics"] = metrics if metrics and metrics.get("app") in (None, app_id) else None
         out["result"] = jobdir.result(job_dir, app_id)

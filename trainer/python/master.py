@@ -16,16 +16,19 @@ and port each must use), assembles the cluster spec from the addresses the conta
 - a parameter server lost: the coordinator is stopped, a replacement PS is started at the same
   address and the coordinator restarts from the latest checkpoint on HDFS;
 - the coordinator fails: restarted with backoff, unless the error repeats or is not a cluster
-  error (a model bug): then the application fails at once with that error.
+  error (a model bug): then the application fails at once with that error. Only its own failures
+  count against ``max_coordinator_restarts``; one the master stopped (a lost PS) or restarted for
+  a new spec does not.
 
 The coordinator process is started before the servers are up (it imports TensorFlow and the model
 meanwhile) and begins when the master writes ``cluster.json``: once every server in the spec is up.
 
 Every failure and recovery is an event (time, role, slot, container, exit status, diagnostics),
-in the key-value store under ``events`` and in ``<checkpoint_dir>/events.jsonl``.
+in ``<checkpoint_dir>/events.jsonl`` (all) and the key-value store under ``events`` (the newest).
 """
 from __future__ import annotations
 
+import collections
 import dataclasses
 import json
 import os
@@ -44,34 +47,49 @@ CLUSTER_ERRORS = ("UnavailableError", "AbortedError", "CancelledError", "Deadlin
 
 
 class EventLog:
-    """Every failure and recovery: live in the key-value store (``events``) for the client, and
-    appended line by line to ``<job_dir>/events.jsonl`` on HDFS, which outlives the application.
-    Each event carries the application id: a resumed job appends to the same log."""
+    """Every failure and recovery: appended line by line to ``<job_dir>/events.jsonl`` on HDFS, the
+    full log, which outlives the application; the newest ones (``protocol.EVENTS_TAIL``) in the
+    key-value store (``events``) for live display: rewriting the whole list there on each event
+    would pass gRPC's 4 MB message limit in a long job. Each event carries the application id (a
+    resumed job appends to the same log) and ``seq``, its number in this application's events,
+    by which a client shows each event once, whether from the tail or from the file."""
 
     def __init__(self, app, job_dir: str, app_id: str | None = None):
         self.app, self.url, self.events = app, protocol.job_file(job_dir, protocol.EVENTS_FILE), []
         self.app_id = app_id
+        self.recent: collections.deque[str] = collections.deque(maxlen=protocol.EVENTS_TAIL)  # as JSON
 
     def add(self, kind: str, **fields) -> dict:
-        event = {"time": time.time(), "event": kind, **fields}
+        event = {"time": time.time(), "event": kind, **fields, "seq": len(self.events)}
         if self.app_id:
             event["app"] = self.app_id
         self.events.append(event)
-        print("event:", json.dumps(event), flush=True)
-        self.app.kv[protocol.KV_EVENTS] = json.dumps(self.events).encode()
+        self.recent.append(json.dumps(event))
+        print("event:", self.recent[-1], flush=True)
+        self.app.kv[protocol.KV_EVENTS] = self.tail()
         try:
             from tfhadoop.trainer import hdfs_io
 
-            hdfs_io.append_bytes(self.url, (json.dumps(event) + "\n").encode())
-        except Exception as exc:  # noqa: BLE001 - the key-value store still has the events
+            hdfs_io.append_bytes(self.url, (self.recent[-1] + "\n").encode())
+        except Exception as exc:  # noqa: BLE001 - the key-value store's tail and the AM log have it
             print(f"cannot append to {self.url}: {exc}", flush=True)
         return event
+
+    def tail(self) -> bytes:
+        """The newest events as JSON, at most ``EVENTS_TAIL`` of them and ``EVENTS_TAIL_BYTES``."""
+        lines = list(self.recent)
+        size = sum(len(line) + 1 for line in lines) + 1
+        while len(lines) > 1 and size > protocol.EVENTS_TAIL_BYTES:
+            size -= len(lines.pop(0)) + 1
+        return ("[" + ",".join(lines) + "]").encode()
 
     def rewrite(self) -> None:
         """Replace this application's lines by ``self.events`` (after details were added to past
         events), keeping other applications' lines; written whole, then renamed over."""
         from tfhadoop.trainer import hdfs_io
 
+        self.recent.clear()
+        self.recent.extend(json.dumps(e) for e in self.events[-protocol.EVENTS_TAIL:])
         try:
             old = hdfs_io.read_bytes(self.url).decode().splitlines() if hdfs_io.exists(self.url) else []
             kept = [line for line in old if line.strip() and json.loads(line).get("app") != self.app_id]
@@ -97,7 +115,8 @@ class Master:
         self.delayed: dict[tuple[str, int], float] = {}  # replacements waiting out a backoff -> due time
         self.clock = time.monotonic
         self.coordinator: subprocess.Popen | None = None  # None: stopped for a lost PS, none yet
-        self.coordinator_attempts = 0
+        self.coordinator_attempts = 0  # coordinator processes started, for the events' ``attempt``
+        self.coordinator_failures = 0  # only these count against max_coordinator_restarts
         self.last_error: dict | None = None
         self.in_spec: list[int] = []  # worker slots in the cluster spec, in task-index order
         self.cluster: dict = {}  # the spec the containers see ("cluster" in the key-value store)
@@ -214,7 +233,7 @@ class Master:
     def spawn_coordinator(self, planned: bool = False) -> None:
         """Start a coordinator process now; it imports TensorFlow and the model while it waits for
         ``cluster.json`` (``begin_coordinator``), so that time overlaps the servers' start.
-        ``planned``: a restart for a new spec, not counted as a failure."""
+        ``planned``: a restart the master chose (a new spec), not a new attempt after a failure."""
         from tfhadoop.trainer.coordinator import RESCALE
 
         self.coordinator_attempts += 0 if planned else 1
@@ -299,14 +318,15 @@ class Master:
         error = self.coordinator_error()
         self.events.add("coordinator_failed", role="chief", exit_code=rc, error_type=error["type"],
                         diagnostics=error["message"][:2000])
+        self.coordinator_failures += 1
         repeated = self.last_error is not None and (error["type"], error["message"]) == \
             (self.last_error["type"], self.last_error["message"])
         if error["type"] not in CLUSTER_ERRORS or repeated:
             return "FAILED", f"{error['type']}: {error['message']}"
-        if self.coordinator_attempts > self.job["max_coordinator_restarts"]:
-            return "FAILED", f"coordinator failed {self.coordinator_attempts} times, last: {error['message']}"
+        if self.coordinator_failures > self.job["max_coordinator_restarts"]:
+            return "FAILED", f"coordinator failed {self.coordinator_failures} times, last: {error['message']}"
         self.last_error = error
-        self.begin_after = time.monotonic() + min(2 ** self.coordinator_attempts, 30)
+        self.begin_after = time.monotonic() + min(2 ** self.coordinator_failures, 30)
         self.spawn_coordinator()
         return None
 

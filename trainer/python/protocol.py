@@ -30,7 +30,9 @@ TENSORBOARD_DIR = "tensorboard"
 # -- Skein key-value store (live while the application runs) ----------------------------------
 KV_PROGRESS = "progress"
 KV_WORKERS_ALIVE = "workers_alive"
-KV_EVENTS = "events"
+KV_EVENTS = "events"  # the recent tail of the event log (a JSON list); the full log is EVENTS_FILE
+EVENTS_TAIL = 200  # at most this many newest events under KV_EVENTS (a gRPC message is at most 4 MB)
+EVENTS_TAIL_BYTES = 1 << 20  # ... and at most this many bytes of JSON: older ones are dropped first
 KV_METRICS = "metrics"
 KV_RESULT = "result"
 KV_REJOINS = "rejoins"
