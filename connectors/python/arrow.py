@@ -340,47 +340,51 @@ def _raise_damage(path: str, tail: bytes, offset: int):
     raise RuntimeError(f"{path}: the native framer stopped at offset {offset} but the reference reader found no damage")
 
 
-def _stream(paths, schema, record_type, compression, bytes_as, batch_rows, native, on_bytes, keep=True):
-    b = _Batches(schema, record_type, bytes_as, native, keep=keep)
-    if b.mod is not None:
-        for _ in _framed(paths, compression, b, batch_rows, on_bytes):
-            if keep:
-                yield b.finish()
-        return None if keep else b.inferred()
-    chunk, origins = [], []
-    base = 0
+def _chunked(paths, compression, b: _Batches, batch_rows: int, on_bytes):
+    """The pure reader's twin of :func:`_framed`, with the same yields: records framed in Python
+    are handed to ``b`` in chunks of ``batch_rows``; a decode error names the record's file and
+    offset."""
+    chunk, origins, pending = [], [], 0
 
     def flush():
-        nonlocal base
+        nonlocal pending
+        base = b.rows
         try:
             b.add(chunk)
         except ValueError as exc:
             raise _locate(exc, lambda rec: origins[rec - base]) from None
-        base += len(chunk)
         if on_bytes is not None:
             on_bytes(sum(len(r) for r in chunk) + 16 * len(chunk))
+        pending += len(chunk)
         chunk.clear()
         origins.clear()
 
-    records = _with_offsets(paths, compression)
-    if keep:
-        for path, offset, data in records:
-            chunk.append(data)
-            origins.append((path, offset))
-            if len(chunk) >= batch_rows:
-                flush()
-                yield b.finish()
-        if chunk or not b.rows:
-            flush()
-            yield b.finish()
-        return None
-    for path, offset, data in records:
+    for path, offset, data in _with_offsets(paths, compression):
         chunk.append(data)
         origins.append((path, offset))
         if len(chunk) >= batch_rows:
             flush()
+            if b.keep:
+                yield
+                pending = 0
     flush()
-    return b.inferred()
+    if pending or not b.rows:
+        yield
+
+
+def _fill(b: _Batches, paths, compression, batch_rows: int, on_bytes):
+    """Records into ``b``, yielding whenever it holds a batch: native framing when built."""
+    if b.mod is not None:
+        return _framed(paths, compression, b, batch_rows, on_bytes)
+    return _chunked(paths, compression, b, batch_rows, on_bytes)
+
+
+def _stream(paths, schema, record_type, compression, bytes_as, batch_rows, native, on_bytes, keep=True):
+    b = _Batches(schema, record_type, bytes_as, native, keep=keep)
+    for _ in _fill(b, paths, compression, batch_rows, on_bytes):
+        if keep:
+            yield b.finish()
+    return None if keep else b.inferred()
 
 
 def _stream_schema(*args):
@@ -397,33 +401,9 @@ def read_table(paths, schema: pa.Schema | None = None, record_type: str = "Examp
     """All records of TFRecord files (paths, globs, directories, hdfs:// or fsspec URLs) as a table.
     Without a schema it is inferred in the same pass that decodes (no second read)."""
     b = _Batches(schema, record_type, bytes_as, native)
-    if b.mod is not None:
-        batches = [b.finish() for _ in _framed(paths, compression, b, 65536, None) if schema is not None]
-        if schema is None:
-            batches.append(b.finish())
-        return pa.Table.from_batches(batches, schema=batches[-1].schema)
-    chunk, origins, batches = [], [], []
-    base = 0
-
-    def flush():
-        nonlocal base
-        try:
-            b.add(chunk)
-        except ValueError as exc:
-            raise _locate(exc, lambda rec: origins[rec - base]) from None
-        base += len(chunk)
-        chunk.clear()
-        origins.clear()
-
-    for path, offset, data in _with_offsets(paths, compression):
-        chunk.append(data)
-        origins.append((path, offset))
-        if len(chunk) >= 65536:
-            flush()
-            if schema is not None:
-                batches.append(b.finish())
-    flush()
-    batches.append(b.finish())
+    batches = [b.finish() for _ in _fill(b, paths, compression, 65536, None) if schema is not None]
+    if schema is None:
+        batches.append(b.finish())
     return pa.Table.from_batches(batches, schema=batches[-1].schema)
 
 
