@@ -405,7 +405,9 @@ def _index(args) -> int:
 
 
 def _publish(tmp: str, dest: str) -> None:
-    os.replace(tmp, dest)
+    from tfhadoop.connectors.splits import replace_with_index
+
+    replace_with_index(tmp, dest)
 
 
 def _to_parquet(args) -> int:

@@ -44,6 +44,17 @@ def sidecar_path(path: str) -> str:
     return f"{head}{sep}.{base}{SUFFIX}"
 
 
+def replace_with_index(src: str, dst: str) -> None:
+    """``os.replace`` of a local data file that takes its index sidecar along (the sidecar is
+    named after the file, so a file written under a temporary name and renamed into place would
+    otherwise lose its index and leave the old one behind); a stale sidecar of ``dst`` goes."""
+    os.replace(src, dst)
+    if os.path.exists(sidecar_path(src)):
+        os.replace(sidecar_path(src), sidecar_path(dst))
+    elif os.path.exists(sidecar_path(dst)):
+        os.remove(sidecar_path(dst))
+
+
 @dataclass
 class BoundaryIndex:
     data_length: int

@@ -330,6 +330,9 @@ def test_cli_to_parquet_and_back(tmp_path, capsys):
     assert main(["records", "from-parquet", out, "-o", back]) == 0
     again = ar.examples_to_table(list(read_records(back)), table.schema)
     assert again.equals(table)
+    plain = str(tmp_path / "back.tfrecord")  # uncompressed: written with its record-boundary index
+    assert main(["records", "from-parquet", out, "-o", plain]) == 0
+    assert os.path.exists(tmp_path / ".back.tfrecord.tfrindex")
     assert not [p for p in os.listdir(tmp_path) if ".tmp-" in p]
     capsys.readouterr()
     write_records(str(tmp_path / "part-1.tfrecord.gz"), [encode_example({"id": [0.5]})])
