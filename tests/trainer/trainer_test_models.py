@@ -12,6 +12,9 @@ WEIGHTS = np.array([1.5, -2.0, 0.5, 3.0], dtype=np.float32)
 SPEC = {"features": {"x": {"type": "FixedLenFeature", "shape": [4], "dtype": "float32"},
                      "y": {"type": "FixedLenFeature", "shape": [], "dtype": "float32"}}}
 
+WEIGHTED_SPEC = {"features": {**SPEC["features"], "w": {"type": "FixedLenFeature", "shape": [], "dtype": "float32"}}}
+FROZEN_L2 = 1.0  # the frozen layer's kernel is the 4x4 identity: its L2 term is FROZEN_L2 * 4, constant
+
 
 def linear():
     """y = w.x + b, SGD: learns WEIGHTS in a couple of epochs."""
@@ -33,11 +36,17 @@ def make_examples(n: int, seed: int):
     return x, y
 
 
+def example_weights(n: int, seed: int):
+    """The ``w`` column of :func:`write_dataset` with ``weights=True``: one weight per example."""
+    return np.random.default_rng(1000 + seed).uniform(0.2, 2.0, size=n).astype(np.float32)
+
+
 def write_dataset(url: str, train_shards=(600, 600, 600, 600), eval_records=400, compression="gzip",
-                  split: bool = True) -> dict:
+                  split: bool = True, weights: bool = False) -> dict:
     """A dataset as the export job writes it (shards, _SUCCESS, _tfhadoop.json), uploaded to
     ``url`` on HDFS (or written to the local folder ``url``). ``split=False``: as exported
-    without ``--split`` (no split names, no eval shard). Returns the manifest."""
+    without ``--split`` (no split names, no eval shard). ``weights``: a float column ``w``
+    (:func:`example_weights`) to train with ``--sample-weight w``. Returns the manifest."""
     from tfhadoop.connectors.example import encode_example
     from tfhadoop.connectors.tfrecord import write_records
     from tfhadoop.trainer import hdfs_io
@@ -52,8 +61,10 @@ def write_dataset(url: str, train_shards=(600, 600, 600, 600), eval_records=400,
     for i, (n, split) in enumerate(shards):
         name = f"part-{i:05d}-of-{n_files:05d}{ext}"
         x, y = make_examples(n, seed=i)
+        w = example_weights(n, seed=i)
         write_records(os.path.join(local, name),
-                      (encode_example({"x": [float(v) for v in xi], "y": [float(yi)]}) for xi, yi in zip(x, y)),
+                      (encode_example({"x": [float(v) for v in xi], "y": [float(yi)],
+                                       **({"w": [float(wi)]} if weights else {})}) for xi, yi, wi in zip(x, y, w)),
                       compression=comp)
         files.append({"path": name, "records": n, "bytes": os.path.getsize(os.path.join(local, name)), "split": split})
     splits = {}
@@ -62,7 +73,7 @@ def write_dataset(url: str, train_shards=(600, 600, 600, 600), eval_records=400,
         s["records"] += f["records"]
         s["files"].append(f["path"])
     manifest = {"format": "tfrecord", "record_type": "Example", "compression": compression, "files": files,
-                "splits": splits, "schema": {}, "parse_spec": SPEC, "source": {"test": True}, "created": "test"}
+                "splits": splits, "schema": {}, "parse_spec": WEIGHTED_SPEC if weights else SPEC, "source": {"test": True}, "created": "test"}
     with open(os.path.join(local, "_tfhadoop.json"), "w") as f:
         json.dump(manifest, f)
     open(os.path.join(local, "_SUCCESS"), "w").close()
@@ -101,4 +112,27 @@ def wrong_name():
     out = tf_keras.layers.Dense(1)(tf_keras.layers.Concatenate()([x, z]))
     model = tf_keras.Model({"x": x, "z": z}, out)
     model.compile(optimizer="sgd", loss="mse")
+    return model
+
+
+def frozen_regularized():
+    """A frozen identity layer with an L2 kernel regularizer (a constant term FROZEN_L2 * 4 in
+    every batch's loss) under a trainable linear head: the loss the trainer reports must hold
+    that term, and it stays out of the way of learning WEIGHTS."""
+    import tf_keras
+
+    frozen = tf_keras.layers.Dense(4, use_bias=False, kernel_initializer="identity", trainable=False,
+                                   kernel_regularizer=tf_keras.regularizers.L2(FROZEN_L2))
+    model = tf_keras.Sequential([tf_keras.Input((4,), name="x"), frozen, tf_keras.layers.Dense(1)])
+    model.compile(optimizer=tf_keras.optimizers.SGD(0.05), loss="mse", metrics=["mae"])
+    return model
+
+
+def two_outputs_y_w():
+    """Two outputs named ``y`` and ``w`` (columns of the weighted dataset)."""
+    import tf_keras
+
+    x = tf_keras.Input((4,), name="x")
+    model = tf_keras.Model(x, [tf_keras.layers.Dense(1, name="y")(x), tf_keras.layers.Dense(1, name="w")(x)])
+    model.compile(optimizer="sgd", loss={"y": "mse", "w": "mae"}, loss_weights={"y": 1.0, "w": 0.5})
     return model

@@ -132,7 +132,8 @@ def run(job: dict, cluster: dict, work: str, app=None) -> dict:
         if model.optimizer is None:
             raise ValueError(f"{job['model']} returned a model that is not compiled")
         model.optimizer.build(model.trainable_variables)
-    task_fn = build_task_fn(strategy, model, manifest.parse_spec, job["label"], job["batch_size"], manifest.compression)
+    task_fn = build_task_fn(strategy, model, manifest.parse_spec, job["label"], job["batch_size"], manifest.compression,
+                            job.get("sample_weight"))
 
     checkpoints = HdfsCheckpoints(tf.train.Checkpoint(model=model, optimizer=model.optimizer),
                                   job["checkpoint_dir"], work, keep=job.get("keep_checkpoints", 5))
@@ -214,10 +215,10 @@ def run(job: dict, cluster: dict, work: str, app=None) -> dict:
         from tfhadoop.trainer.manifest import local_name
         from tfhadoop.trainer.step import COMPRESSION, model_inputs
 
-        parse = parse_fn(manifest.parse_spec, job["label"])
+        parse = parse_fn(manifest.parse_spec, job["label"], job.get("sample_weight"))
         files = [local_name(s) for s in manifest.split(eval_split)]
         ds = tf.data.TFRecordDataset(files, compression_type=COMPRESSION[manifest.compression]).batch(256).map(parse)
-        ds = ds.map(lambda f, y: (model_inputs(plain, f), y))
+        ds = ds.map(lambda f, *y_and_weight: (model_inputs(plain, f), *y_and_weight))
         values = plain.evaluate(ds, verbose=0, return_dict=True)
         metrics["eval"] = {k: float(v) for k, v in values.items()}
         summaries.scalars("eval", state["steps"], metrics["eval"])

@@ -42,7 +42,8 @@ class JobSpec:
     data: str
     checkpoint_dir: str
     export_dir: str
-    label: str = "label"
+    label: str | list = "label"  # several columns ("a,b" or a YAML list): one per model output, by name
+    sample_weight: str | None = None  # numeric column passed to the loss as Keras's sample_weight
     train_split: str | None = "train"  # None: every record (a dataset exported without --split)
     eval_split: str | None = "eval"  # None: no evaluation at the end
     workers: int = 2

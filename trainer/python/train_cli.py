@@ -6,7 +6,9 @@ from tfhadoop.errors import CommandError
 FLAGS = [  # (flag, type, help)
     ("--model", str, "MODULE:FUNCTION returning a compiled tf-keras model"),
     ("--data", str, "dataset directory with a _tfhadoop.json manifest (hdfs://...)"),
-    ("--label", str, "label column (default: label)"),
+    ("--label", str, "label column (default: label); several, comma-separated, for a model with one output per "
+                      "label column, named after it"),
+    ("--sample-weight", str, "numeric column weighting each example's loss, as model.fit(sample_weight=...)"),
     ("--train-split", str, "split to train on (default: train; a dataset without splits: all records)"),
     ("--eval-split", str, "split evaluated at the end (default: eval, skipped with a notice if absent)"),
     ("--workers", int, "worker containers (default 2)"),

@@ -62,14 +62,45 @@ def qualify_paths(job, default_fs: str) -> dict:
     return originals
 
 
-def describe_features(parse_spec: dict, label: str | None = None) -> str:
+def describe_features(parse_spec: dict, label=None) -> str:
+    labels = [label] if isinstance(label, str) else list(label or [])
     out = []
     for name, spec in sorted(parse_spec.get("features", {}).items()):
         kind = spec.get("type", "?").replace("Feature", "").replace("FixedLen", "fixed").replace("VarLen", "var-len")
         shape = spec.get("shape")
         out.append(f"{name} ({spec.get('dtype', '?')} {kind}{' ' + str(list(shape)) if shape is not None else ''}"
-                   f"{', the label' if name == label else ''})")
+                   f"{', the label' if name in labels else ''})")
     return ", ".join(out)
+
+
+def check_columns(job, parse_spec: dict) -> None:
+    """Every label column is a column of the dataset; a ``--sample-weight`` column is one too,
+    not a label, and holds one number per example (what Keras takes as ``sample_weight``)."""
+    from tfhadoop.trainer.keras_step import label_columns
+
+    features = parse_spec.get("features", {})
+    try:
+        labels = label_columns(job.label)
+    except ValueError as exc:
+        raise ValidationError(f"--label: {exc}") from exc
+    for name in labels:
+        if name not in features:
+            raise ValidationError(f"--label {name!r} is not a column of {job.data}; "
+                                  f"features: {describe_features(parse_spec)}")
+    weight = job.sample_weight
+    if weight is None:
+        return
+    if weight not in features:
+        raise ValidationError(f"--sample-weight {weight!r} is not a column of {job.data}; "
+                              f"features: {describe_features(parse_spec)}")
+    if weight in labels:
+        raise ValidationError(f"--sample-weight {weight!r} is also a --label column")
+    f = features[weight]
+    numeric = f.get("dtype") in ("float16", "bfloat16", "float32", "float64", "int32", "int64")
+    scalar = f.get("type") == "FixedLenFeature" and list(f.get("shape") or []) in ([], [1])
+    if not (numeric and scalar):
+        raise ValidationError(f"--sample-weight {weight!r} must be a numeric column with one value per example "
+                              f"(FixedLenFeature of shape [] or [1]); it is {describe_features({'features': {weight: f}})}")
 
 
 def check_dataset(job, original: str, notice) -> object:
@@ -82,10 +113,7 @@ def check_dataset(job, original: str, notice) -> object:
     except ManifestError as exc:
         raise ValidationError(f"--data {original}: no dataset manifest at {job.data}/_tfhadoop.json"
                               f"{_local_hint(original)}") from exc
-    features = manifest.parse_spec.get("features", {})
-    if job.label not in features:
-        raise ValidationError(f"--label {job.label!r} is not a column of {job.data}; "
-                              f"features: {describe_features(manifest.parse_spec)}")
+    check_columns(job, manifest.parse_spec)
     names = manifest.split_names()
     if not names:
         if job.train_split not in (None, "train") or job.eval_split not in (None, "eval"):
@@ -176,7 +204,8 @@ def check_model(job, manifest) -> None:
     build = _import_model(job)
     import tensorflow as tf
 
-    from tfhadoop.trainer.step import loss_fn, model_inputs, parse_fn
+    from tfhadoop.trainer.keras_step import compute_loss, label_columns
+    from tfhadoop.trainer.step import parse_fn
 
     try:
         model = build()
@@ -185,11 +214,19 @@ def check_model(job, manifest) -> None:
     if getattr(model, "optimizer", None) is None:
         raise ValidationError(f"--model {job.model} returned a model that is not compiled (call model.compile)")
     spec = manifest.parse_spec
-    features = {k: v for k, v in spec.get("features", {}).items() if k != job.label}
-    listing = describe_features(spec, job.label)
+    labels = label_columns(job.label)
+    features = {k: v for k, v in spec.get("features", {}).items() if k not in (*labels, job.sample_weight)}
+    listing = describe_features(spec, labels)
     if not model.built or not getattr(model, "inputs", None):
         raise ValidationError(f"--model {job.model}: the model has no defined inputs; start it with "
                               f"tf_keras.Input(shape, name=FEATURE); features: {listing}")
+    outputs = list(getattr(model, "output_names", None) or [])
+    if len(labels) > 1 and sorted(outputs) != sorted(labels):
+        raise ValidationError(f"--model {job.model}: with several --label columns ({', '.join(labels)}) the model "
+                              f"needs one output named after each; its outputs are: {', '.join(outputs)}")
+    if len(labels) == 1 and len(outputs) > 1:
+        raise ValidationError(f"--model {job.model} has {len(outputs)} outputs ({', '.join(outputs)}): give one "
+                              f"--label column per output (comma-separated), each output named after its column")
     single = len(features) == 1 and len(model.inputs) == 1
     for inp in model.inputs:
         name = inp.name.split(":")[0]
@@ -210,11 +247,7 @@ def check_model(job, manifest) -> None:
     records = _first_batch(manifest, job.train_split, min(job.batch_size, 16))
     shard = manifest.split(job.train_split)[0].path
     try:
-        x, y = parse_fn(spec, job.label)(tf.constant(records))
-        pred = model(model_inputs(model, x), training=False)
-        if pred.shape.rank == 2 and pred.shape[-1] == 1:
-            y = tf.reshape(tf.cast(y, pred.dtype), tf.shape(pred))
-        loss_fn(model)(y, pred)
+        compute_loss(model, *parse_fn(spec, job.label, job.sample_weight)(tf.constant(records)), training=False)
     except Exception as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ValidationError(f"--model {job.model}: one forward pass and loss on {len(records)} records of "
