@@ -119,3 +119,19 @@ def test_submit_check_runs_the_keras_loss(local_dataset):
                                               r"named after each; its outputs are: y, w"):
         _check(local_dataset, "two_outputs_y_w", label="y,x")
     _check(local_dataset, "two_outputs_y_w", label="w,y")  # order free: matched by name
+
+
+def test_sample_weight_and_labels_from_flags_and_yaml(tmp_path):
+    import argparse
+
+    from tfhadoop.trainer import train_cli
+
+    parser = argparse.ArgumentParser()
+    train_cli.register(parser.add_subparsers())
+    spec = tmp_path / "job.yaml"
+    spec.write_text("model: m:f\ndata: hdfs:///d\ncheckpoint-dir: hdfs:///c\nexport-dir: hdfs:///e\n"
+                    "label: [a, b]\nsample_weight: w\n")
+    job = train_cli.job_from_args(parser.parse_args(["train", str(spec)]))
+    assert (label_columns(job.label), job.sample_weight) == (["a", "b"], "w")
+    job = train_cli.job_from_args(parser.parse_args(["train", str(spec), "--label", "y", "--sample-weight", "v"]))
+    assert (job.label, job.sample_weight) == ("y", "v")
