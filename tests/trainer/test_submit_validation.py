@@ -75,6 +75,12 @@ def test_label_not_a_column(hadoop_cluster, small):
     assert "x (float32 fixed [4])" in proc.stderr and "y (float32 fixed [])" in proc.stderr, proc.stderr
 
 
+def test_sample_weight_not_a_numeric_scalar(hadoop_cluster, small):
+    proc, _ = tfh_train(hadoop_cluster, "bad --sample-weight", "--data", f"{small}/split", "--sample-weight", "x")
+    assert "--sample-weight 'x' must be a numeric column with one value per example" in proc.stderr, proc.stderr
+    assert "it is x (float32 fixed [4])" in proc.stderr, proc.stderr
+
+
 def test_existing_export_dir(hadoop_cluster, small):
     proc, _ = tfh_train(hadoop_cluster, "existing --export-dir", "--data", f"{small}/split",
                         "--export-dir", f"{small}/nosplit")
