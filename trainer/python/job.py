@@ -67,6 +67,7 @@ class JobSpec:
     max_coordinator_restarts: int = 3
     startup_timeout: int = 300
     startup_wait: int = 60  # then start with >= min_workers and scale up as the rest arrive
+    hang_timeout: float = 120  # a worker or PS whose heartbeat stops this long is killed and replaced
     name: str = "tfhadoop-train"
     python: str | None = None  # default: ./env/bin/python with python_archive, else this interpreter
     python_archive: str | None = None  # hdfs:// URL of a packed environment (venv-pack/conda-pack .tar.gz)
@@ -81,7 +82,7 @@ class JobSpec:
         if self.checkpoint_steps is None and self.checkpoint_secs is None:
             self.checkpoint_secs = DEFAULT_CHECKPOINT_SECS
         for name in ("epochs", "steps", "checkpoint_steps", "checkpoint_secs", "checkpoint_tasks", "batch_size",
-                     "task_records", "keep_checkpoints"):
+                     "task_records", "keep_checkpoints", "hang_timeout"):
             value = getattr(self, name)
             if value is not None and value <= 0:
                 raise CommandError(f"--{name.replace('_', '-')} must be positive, got {value}")
