@@ -26,7 +26,7 @@ def test_every_event_has_one_handler_and_a_rule():
     assert set(m.TRANSITIONS) == set(m.Event)
     for event, rule in m.TRANSITIONS.items():
         assert callable(getattr(m.Master, f"on_{event.value}")), event
-        assert rule.states and rule.next and rule.does
+        assert rule.states and (rule.next or rule.stay) and rule.does
     assert not {m.State.SUCCEEDED, m.State.FAILED} & set().union(*(r.states for r in m.TRANSITIONS.values()))
 
 
@@ -201,3 +201,14 @@ def test_application_attempt_from_the_container_id(monkeypatch):
     assert application_attempt() == 1
     monkeypatch.delenv("CONTAINER_ID")
     assert application_attempt() == 1
+
+
+def test_the_design_doc_shows_the_current_table():
+    from pathlib import Path
+
+    from tfhadoop.trainer.master import transition_table
+
+    doc = (Path(__file__).resolve().parents[2] / "docs/design/trainer.md").read_text()
+    shown = doc.split("<!-- transitions:begin -->\n", 1)[1].split("<!-- transitions:end -->", 1)[0]
+    assert shown == transition_table(), "run: python -c 'from tfhadoop.trainer.master import transition_table; " \
+                                        "print(transition_table())' and paste into docs/design/trainer.md"

@@ -144,42 +144,56 @@ ALIVE = RUNNING | {S.STARTING}
 @dataclasses.dataclass(frozen=True)
 class Rule:
     states: frozenset  # the states in which the event is handled (elsewhere it is ignored)
-    next: frozenset  # the states the handler may lead to
+    next: frozenset  # the other states the handler may lead to
     does: str  # what the handler does (docs/design/trainer.md shows this table)
+    stay: bool = False  # it may also leave the state as it is
 
 
 # The state machine, all of it: for each event, where it is handled, what its handler
 # (``Master.on_<event>``) does, and where that can lead. ``Master.dispatch`` enforces both sets.
 TRANSITIONS: dict[Event, Rule] = {
-    Event.AM_RESTARTED: Rule(frozenset({S.STARTING}), frozenset({S.STARTING, S.FAILED}),
+    Event.AM_RESTARTED: Rule(frozenset({S.STARTING}), frozenset({S.FAILED}),
                              "record the attempt and the checkpoint it resumes from; an outcome that attempt "
-                             "1 decided (result.json) ends this attempt with it"),
-    Event.CONTAINER_LOST: Rule(ALIVE, ALIVE | {S.FAILED},
+                             "1 decided (result.json) ends this attempt with it", stay=True),
+    Event.CONTAINER_LOST: Rule(ALIVE, frozenset({S.PS_RECOVERY, S.WAITING, S.FAILED}),
                                "preempted or hung while starting, or preempted later: replace at once, not "
                                "counted; failed while starting: FAILED; a worker: replace after backoff (2, 4, .. "
                                "30 s) or abandon the slot after max_worker_restarts (FAILED below "
                                "min_workers); a PS: stop the coordinator, replace, PS_RECOVERY (FAILED after "
-                               "max_ps_restarts)"),
-    Event.HEARTBEAT_STALE: Rule(ALIVE, ALIVE, "event hang_detected, kill the container: its loss follows "
-                                              "(counted as a failure) and replaces it"),
-    Event.REPLACEMENT_DUE: Rule(ALIVE, ALIVE, "start the slot's replacement container; a PS while in "
-                                              "PS_RECOVERY: spawn the next coordinator -> WAITING"),
-    Event.ADDRESSES_CHANGED: Rule(RUNNING, RUNNING, "put moved and late workers into the spec (worker_moved, "
-                                                    "workers_added)"),
+                               "max_ps_restarts)", stay=True),
+    Event.HEARTBEAT_STALE: Rule(ALIVE, frozenset(), "event hang_detected, kill the container: its loss follows "
+                                                     "(counted as a failure) and replaces it", stay=True),
+    Event.REPLACEMENT_DUE: Rule(ALIVE, frozenset({S.WAITING}), "start the slot's replacement container; a PS "
+                                "while in PS_RECOVERY: spawn the next coordinator -> WAITING", stay=True),
+    Event.ADDRESSES_CHANGED: Rule(RUNNING, frozenset(), "put moved and late workers into the spec "
+                                                        "(worker_moved, workers_added)", stay=True),
     Event.CLUSTER_UP: Rule(frozenset({S.STARTING}), frozenset({S.WAITING}), "event cluster_up"),
     Event.SERVERS_UP: Rule(frozenset({S.WAITING}), frozenset({S.TRAINING}),
                            "hand the waiting coordinator the spec (cluster.json)"),
     Event.SERVERS_LATE: Rule(frozenset({S.WAITING}), frozenset({S.FAILED}), "fail: servers did not come up"),
     Event.SPEC_CHANGED: Rule(frozenset({S.TRAINING}), frozenset({S.RESCALING}),
                              "ask the coordinator to checkpoint and exit 75"),
-    Event.PROGRESS: Rule(frozenset({S.TRAINING, S.RESCALING}), frozenset({S.TRAINING, S.RESCALING}),
-                         "event first_wave (once per coordinator)"),
+    Event.PROGRESS: Rule(frozenset({S.TRAINING, S.RESCALING}), frozenset(),
+                         "event first_wave (once per coordinator)", stay=True),
     Event.COORDINATOR_EXITED: Rule(frozenset({S.WAITING, S.TRAINING, S.RESCALING}),
                                    frozenset({S.WAITING, S.SUCCEEDED, S.FAILED}),
                                    "0: SUCCEEDED; 75 after a rescale request: respawn with the new spec; a "
                                    "cluster error: respawn after backoff; a model bug, a repeated error or "
                                    "more than max_coordinator_restarts: FAILED"),
 }
+
+
+def transition_table() -> str:
+    """TRANSITIONS as the Markdown table in docs/design/trainer.md (a test keeps them equal)."""
+    order = list(State)
+
+    def states(xs):
+        return ", ".join(x.value for x in sorted(xs, key=order.index))
+
+    rows = ["| event | handled in | handler does | leads to |", "|---|---|---|---|"]
+    rows += [f"| {e.value} | {states(r.states)} | {r.does} | {', '.join(['(same)'] * r.stay + [states(r.next)] * bool(r.next))} |"
+             for e, r in TRANSITIONS.items()]
+    return "\n".join(rows) + "\n"
 
 
 class Master:
@@ -221,8 +235,9 @@ class Master:
         rule = TRANSITIONS[event]
         if self.state not in rule.states:
             return
+        before = self.state
         nxt = getattr(self, f"on_{event.value}")(**data) or self.state
-        if nxt not in rule.next:
+        if nxt not in rule.next and not (rule.stay and nxt == before):
             raise AssertionError(f"{event.value} in {self.state.value} led to {nxt.value}, not in {sorted(rule.next)}")
         self.state = nxt
 
