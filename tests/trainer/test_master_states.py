@@ -212,3 +212,39 @@ def test_the_design_doc_shows_the_current_table():
     shown = doc.split("<!-- transitions:begin -->\n", 1)[1].split("<!-- transitions:end -->", 1)[0]
     assert shown == transition_table(), "run: python -c 'from tfhadoop.trainer.master import transition_table; " \
                                         "print(transition_table())' and paste into docs/design/trainer.md"
+
+
+def _exit_with(master, rc, error=None):
+    import os
+
+    if error:
+        with open(os.path.join(master.work, "error.json"), "w") as f:
+            json.dump(error, f)
+    master.coordinator.returncode = rc
+    return master.step()
+
+
+def test_coordinator_exits_success_model_bug_and_cluster_error(master):
+    from tfhadoop.trainer import master as m
+
+    now = _clock(master)
+    _start(master)
+    assert _exit_with(master, 1, {"type": "UnavailableError", "message": "ps unreachable"}) is None
+    assert master.state == m.State.WAITING and master.begin_after == 2  # backoff 2 s, by the injected clock
+    master.step()
+    assert master.state == m.State.WAITING  # servers up, but the backoff is not over
+    now[0] = 2.5
+    master.step()
+    assert master.state == m.State.TRAINING and _kinds(master)[-1] == "coordinator_started"
+    assert _exit_with(master, 1, {"type": "ValueError", "message": "model bug"}) == ("FAILED", "ValueError: model bug")
+    assert master.state == m.State.FAILED
+
+
+def test_coordinator_success_ends_the_job(master):
+    from tfhadoop.trainer import master as m
+
+    _start(master)
+    assert _exit_with(master, 0) == ("SUCCEEDED", "training finished") and master.state == m.State.SUCCEEDED
+    master.app.lose(master.live[("worker", 0)])
+    assert master.step() == ("SUCCEEDED", "training finished")  # nothing is handled after the end
+    assert "container_lost" not in _kinds(master)
