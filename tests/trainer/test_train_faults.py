@@ -78,7 +78,7 @@ def test_killed_application_master_resumes_in_attempt_2(hadoop_cluster, dataset)
     import skein
 
     epochs = 6
-    steps_per_epoch = 2400 // 32 + (2400 % 32 > 0)  # a checkpoint at each epoch's end at least
+    steps_per_epoch = 2400 // 300 * -(-300 // 32)  # 8 tasks of 10 steps; a checkpoint at each epoch's end
     run, proc = _train(hadoop_cluster, dataset, background=True, extra=["--workers", "2", "--epochs", str(epochs)])
     try:
         app_id = _app_id(proc)
