@@ -20,6 +20,14 @@ and port each must use), assembles the cluster spec from the addresses the conta
   count against ``max_coordinator_restarts``; one the master stopped (a lost PS) or restarted for
   a new spec does not.
 
+- a worker or PS whose heartbeat (``hb/<role>/<slot>``, bumped by a thread of the role) stops
+  for ``hang_timeout`` s: killed, then replaced as a lost container (``hang_detected``);
+- the application master lost: YARN starts attempt 2, whose master restarts every role and the
+  coordinator from the latest checkpoint in the job directory (``am_restarted``).
+
+All of this is one state machine: ``State``, ``Event`` and the ``TRANSITIONS`` table, one
+``on_<event>`` handler each (docs/design/trainer.md shows the table).
+
 The coordinator process is started before the servers are up (it imports TensorFlow and the model
 meanwhile) and begins when the master writes ``cluster.json``: once every server in the spec is up.
 
