@@ -248,3 +248,22 @@ def test_coordinator_success_ends_the_job(master):
     master.app.lose(master.live[("worker", 0)])
     assert master.step() == ("SUCCEEDED", "training finished")  # nothing is handled after the end
     assert "container_lost" not in _kinds(master)
+
+
+def test_all_workers_preempted_at_once_are_replaced_and_training_waits_for_them(master):
+    """Row 5c/5d: every worker preempted in the same round: each replaced at once (not counted),
+    the coordinator keeps running (its closures wait for workers), nothing fails."""
+    from tfhadoop.trainer import master as m
+
+    _start(master)
+    for slot in (0, 1):
+        c = next(c for c in master.app.containers if c.id == master.live[("worker", slot)])
+        c.exit_message = "Container preempted by scheduler"
+        master.app.lose(c.id)
+    assert master.step() is None and master.state == m.State.TRAINING
+    assert master.restarts == {} and master.coordinator.poll() is None
+    assert _kinds(master)[2:] == ["container_lost", "replacement_requested"] * 2
+    master.app.serve("worker", 0, "h:10")
+    master.app.serve("worker", 1, "h:11")  # back at the same addresses: they rejoin, no restart
+    master.step()
+    assert _kinds(master).count("replacement_up") == 2 and _kinds(master).count("coordinator_started") == 1
