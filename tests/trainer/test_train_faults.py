@@ -110,3 +110,38 @@ def test_killed_application_master_resumes_in_attempt_2(hadoop_cluster, dataset)
     first = next(e for e in events[i:] if e["event"] == "first_wave")
     print(f"AM killed -> attempt 2's master {restarted[0]['time'] - t_kill:.1f} s -> training again "
           f"{first['time'] - t_kill:.1f} s; resumed at step {resumed_at}, {progress['steps']} read before the kill")
+
+
+def test_hung_parameter_server_is_replaced_and_training_resumes_from_the_checkpoint(hadoop_cluster, dataset):
+    import skein
+
+    epochs, hang_timeout = 4, 8
+    run, proc = _train(hadoop_cluster, dataset, background=True,
+                       extra=["--workers", "1", "--epochs", str(epochs), "--hang-timeout", str(hang_timeout)])
+    stopped = None
+    try:
+        app_id = _app_id(proc)
+        _wait(lambda: (_state_epoch(run) or 0) >= 1 or proc.poll() is not None, 300, "one epoch")
+        assert proc.poll() is None, proc.communicate()[1][-3000:]
+        with skein.Client() as client:
+            up = json.loads(client.connect(app_id).kv["up/ps/0"].decode())
+        stopped = up["pid"]
+        os.kill(stopped, signal.SIGSTOP)
+        out, err = proc.communicate(timeout=600)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        if stopped is not None:
+            try:
+                os.kill(stopped, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+    assert proc.returncode == 0, (out + err)[-4000:]
+    events = _events(run)
+    kinds = [e["event"] for e in events]
+    hang = [e for e in events if e["event"] == "hang_detected"]
+    assert [(e["role"], e["slot"], e["container"]) for e in hang] == [("ps", 0, up["container"])], hang
+    after = kinds[kinds.index("hang_detected"):]
+    assert after[:3] == ["hang_detected", "container_lost", "replacement_requested"], after
+    assert "coordinator_started" in after and "coordinator_failed" not in kinds  # restarted from the checkpoint
+    assert [e["examples"] for e in _metrics(run)["epochs"]] == [2400] * epochs
