@@ -31,6 +31,7 @@ def test_bad_memory_size():
     ({"epochs": 2, "steps": 100}, "--epochs and --steps are exclusive"),
     ({"steps": 0}, "--steps must be positive"),
     ({"checkpoint_secs": -1}, "--checkpoint-secs must be positive"),
+    ({"hang_timeout": 0}, "--hang-timeout must be positive, got 0"),
     ({"python_archive": "file:///tmp/env.tar.gz"}, "--python-archive must be a URL"),
 ])
 def test_spec_validation(change, message):

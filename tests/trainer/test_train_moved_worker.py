@@ -93,6 +93,7 @@ class FakeKV(dict):
 class FakeContainer:
     def __init__(self, cid):
         self.id, self.state, self.yarn_container_id, self.exit_message = cid, "RUNNING", "y-" + cid, "killed"
+        self.service_name = cid.rsplit("_", 1)[0]
 
 
 class FakeApp:
@@ -110,6 +111,10 @@ class FakeApp:
     def lose(self, cid):
         next(c for c in self.containers if c.id == cid).state = "KILLED"
 
+    def kill_container(self, cid):
+        self.killed = [*getattr(self, "killed", []), cid]
+        self.lose(cid)
+
     def serve(self, role, slot, address, up=True):
         self.kv[f"addr/{role}/{slot}"] = address.encode()
         if up:
@@ -117,7 +122,7 @@ class FakeApp:
 
 
 class FakeCoordinator:
-    def __init__(self, args):
+    def __init__(self, args, **kwargs):
         self.returncode = None
 
     def poll(self):
@@ -145,6 +150,8 @@ def master(tmp_path, monkeypatch):
 
 def _start(master, workers=(0, 1)):
     """What Master.run does before its loop, with the containers serving at once."""
+    from tfhadoop.trainer import master as m
+
     master.spawn_coordinator()
     for role, slot in master.ports:
         master.start(role, slot)
@@ -152,7 +159,7 @@ def _start(master, workers=(0, 1)):
     for s in workers:
         master.app.serve("worker", s, f"h:{10 + s}")
     master.publish_cluster(master.wait_addresses(10))
-    master.events.add("cluster_up")
+    master.dispatch(m.Event.CLUSTER_UP)
     assert master.step() is None
 
 

@@ -34,6 +34,7 @@ def mebibytes(value) -> int:
 # cluster): taking one per wave made the coordinator spend most of its time checkpointing
 # (BENCHMARKS.md); a time interval bounds the work redone after a PS loss instead.
 DEFAULT_CHECKPOINT_SECS = 60
+MAX_AM_ATTEMPTS = 2  # YARN caps it by yarn.resourcemanager.am.max-attempts (default 2)
 
 
 @dataclass
@@ -68,6 +69,7 @@ class JobSpec:
     max_coordinator_restarts: int = 3
     startup_timeout: int = 300
     startup_wait: int = 60  # then start with >= min_workers and scale up as the rest arrive
+    hang_timeout: float = 120  # a worker or PS whose heartbeat stops this long is killed and replaced
     name: str = "tfhadoop-train"
     python: str | None = None  # default: ./env/bin/python with python_archive, else this interpreter
     python_archive: str | None = None  # hdfs:// URL of a packed environment (venv-pack/conda-pack .tar.gz)
@@ -82,7 +84,7 @@ class JobSpec:
         if self.checkpoint_steps is None and self.checkpoint_secs is None:
             self.checkpoint_secs = DEFAULT_CHECKPOINT_SECS
         for name in ("epochs", "steps", "checkpoint_steps", "checkpoint_secs", "checkpoint_tasks", "batch_size",
-                     "task_records", "keep_checkpoints"):
+                     "task_records", "keep_checkpoints", "hang_timeout"):
             value = getattr(self, name)
             if value is not None and value <= 0:
                 raise CommandError(f"--{name.replace('_', '-')} must be positive, got {value}")
@@ -170,7 +172,10 @@ def application_spec(job: JobSpec, manifest, job_file: str, code: dict | None = 
     packed = {"env": skein.File(source=job.python_archive, type="archive")} if job.python_archive else {}
     packed.update({name: skein.File(source=path, type="archive") for name, path in code.items()})
     return skein.ApplicationSpec(
-        name=job.name, queue=job.queue, max_attempts=1,
+        # A second application attempt when the AM container is lost: its master finds the job's
+        # state in the job directory and restarts the roles from the latest checkpoint (Skein does
+        # not keep containers across attempts). An attempt-1 FAILED is repeated at once by attempt 2.
+        name=job.name, queue=job.queue, max_attempts=MAX_AM_ATTEMPTS,
         master=skein.Master(resources=skein.Resources(memory=mebibytes(job.master_memory), vcores=1),
                             script=f"{job.python} -m tfhadoop.trainer.master",
                             files={"job.json": skein.File(source=job_file, type="file"),
@@ -264,6 +269,7 @@ def follow(app_id: str, job_dir: str, out=sys.stdout, poll: float = 2.0, client=
 
     display = display or Display({}, out)
     last, shown, page_shown = None, -1, False  # shown: ``seq`` of the last event displayed
+    master_at = None  # (host, port) of the application master followed
     try:
         with (contextlib.nullcontext(client) if client else skein.Client()) as client:
             app = None
@@ -271,6 +277,8 @@ def follow(app_id: str, job_dir: str, out=sys.stdout, poll: float = 2.0, client=
                 report = client.application_report(app_id)
                 if str(report.state) in protocol.FINAL_STATES:
                     break
+                if str(report.state) != "RUNNING" or (getattr(report, "host", None), getattr(report, "port", None)) != master_at:
+                    app, master_at = None, (getattr(report, "host", None), getattr(report, "port", None))
                 if str(report.state) == "RUNNING":
                     if app is None:
                         try:
@@ -278,9 +286,13 @@ def follow(app_id: str, job_dir: str, out=sys.stdout, poll: float = 2.0, client=
                         except Exception:  # noqa: BLE001 - AM not reachable yet
                             app = None
                     if app is not None:
-                        if not page_shown and app.kv.get(protocol.KV_PAGE):
-                            display.note(f"job page {app.kv.get(protocol.KV_PAGE).decode()}")
-                            page_shown = True
+                        try:
+                            if not page_shown and app.kv.get(protocol.KV_PAGE):
+                                display.note(f"job page {app.kv.get(protocol.KV_PAGE).decode()}")
+                                page_shown = True
+                        except Exception:  # noqa: BLE001 - the master is gone (next attempt): reconnect
+                            app = None
+                    if app is not None:
                         progress = _kv(app, protocol.KV_PROGRESS)
                         shown = _show_new_events(display, _kv(app, protocol.KV_EVENTS) or [], shown, job_dir, app_id)
                         if progress and progress != last:

@@ -20,6 +20,14 @@ and port each must use), assembles the cluster spec from the addresses the conta
   count against ``max_coordinator_restarts``; one the master stopped (a lost PS) or restarted for
   a new spec does not.
 
+- a worker or PS whose heartbeat (``hb/<role>/<slot>``, bumped by a thread of the role) stops
+  for ``hang_timeout`` s: killed, then replaced as a lost container (``hang_detected``);
+- the application master lost: YARN starts attempt 2, whose master restarts every role and the
+  coordinator from the latest checkpoint in the job directory (``am_restarted``).
+
+All of this is one state machine: ``State``, ``Event`` and the ``TRANSITIONS`` table, one
+``on_<event>`` handler each (docs/design/trainer.md shows the table).
+
 The coordinator process is started before the servers are up (it imports TensorFlow and the model
 meanwhile) and begins when the master writes ``cluster.json``: once every server in the spec is up.
 
@@ -30,6 +38,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import enum
 import json
 import os
 import socket
@@ -56,11 +65,18 @@ class EventLog:
 
     def __init__(self, app, job_dir: str, app_id: str | None = None):
         self.app, self.url, self.events = app, protocol.job_file(job_dir, protocol.EVENTS_FILE), []
-        self.app_id = app_id
+        self.app_id, self.base = app_id, 0  # base: events of this application before this attempt
         self.recent: collections.deque[str] = collections.deque(maxlen=protocol.EVENTS_TAIL)  # as JSON
 
+    def resume(self) -> None:
+        """A later attempt of the same application numbers its events after the earlier ones'."""
+        from tfhadoop.trainer import jobdir
+
+        url = self.url.rsplit("/", 1)[0]
+        self.base = max((jobdir.seq(e, i) + 1 for i, e in enumerate(jobdir.events(url, self.app_id))), default=0)
+
     def add(self, kind: str, **fields) -> dict:
-        event = {"time": time.time(), "event": kind, **fields, "seq": len(self.events)}
+        event = {"time": time.time(), "event": kind, **fields, "seq": self.base + len(self.events)}
         if self.app_id:
             event["app"] = self.app_id
         self.events.append(event)
@@ -92,17 +108,109 @@ class EventLog:
         self.recent.extend(json.dumps(e) for e in self.events[-protocol.EVENTS_TAIL:])
         try:
             old = hdfs_io.read_bytes(self.url).decode().splitlines() if hdfs_io.exists(self.url) else []
-            kept = [line for line in old if line.strip() and json.loads(line).get("app") != self.app_id]
+            kept = [line for line in old if line.strip() and (json.loads(line).get("app") != self.app_id
+                                                              or json.loads(line).get("seq", 0) < self.base)]
             hdfs_io.write_bytes(self.url, "".join(line + "\n" for line in kept + [json.dumps(e) for e in self.events])
                                 .encode())
         except Exception as exc:  # noqa: BLE001 - the appended log stays as it was
             print(f"cannot rewrite {self.url}: {exc}", flush=True)
 
 
+class State(str, enum.Enum):
+    """Where the job is: what the coordinator process is doing, or the end."""
+
+    STARTING = "starting"  # containers start; the spec is assembled from the addresses they publish
+    WAITING = "waiting"  # a coordinator process waits for every server of the spec (and its backoff)
+    TRAINING = "training"  # the coordinator trains with the spec it was given
+    RESCALING = "rescaling"  # it was asked to checkpoint and exit 75: the spec changed
+    PS_RECOVERY = "ps_recovery"  # no coordinator: a lost PS's replacement waits out its backoff
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+
+
+class Event(str, enum.Enum):
+    """What the master observes; ``Master.step`` turns observations into these, one handler each."""
+
+    AM_RESTARTED = "am_restarted"  # this master is attempt >= 2: the job's state is on HDFS
+    CONTAINER_LOST = "container_lost"  # a worker or PS container ended (preempted, failed, killed, hung)
+    HEARTBEAT_STALE = "heartbeat_stale"  # a role's heartbeat did not change for --hang-timeout s
+    REPLACEMENT_DUE = "replacement_due"  # a lost slot's backoff is over
+    ADDRESSES_CHANGED = "addresses_changed"  # a replacement came back elsewhere, or a late worker arrived
+    CLUSTER_UP = "cluster_up"  # every PS and the first workers serve: the first spec is published
+    SERVERS_UP = "servers_up"  # every server of the spec serves and the backoff is over
+    SERVERS_LATE = "servers_late"  # ... not within --startup-timeout of the coordinator's start
+    SPEC_CHANGED = "spec_changed"  # the spec differs from the coordinator's and all its servers serve
+    PROGRESS = "progress"  # the coordinator reported progress since it was given the spec
+    COORDINATOR_EXITED = "coordinator_exited"
+
+
+S = State
+RUNNING = frozenset({S.WAITING, S.TRAINING, S.RESCALING, S.PS_RECOVERY})
+ALIVE = RUNNING | {S.STARTING}
+
+
+@dataclasses.dataclass(frozen=True)
+class Rule:
+    states: frozenset  # the states in which the event is handled (elsewhere it is ignored)
+    next: frozenset  # the other states the handler may lead to
+    does: str  # what the handler does (docs/design/trainer.md shows this table)
+    stay: bool = False  # it may also leave the state as it is
+
+
+# The state machine, all of it: for each event, where it is handled, what its handler
+# (``Master.on_<event>``) does, and where that can lead. ``Master.dispatch`` enforces both sets.
+TRANSITIONS: dict[Event, Rule] = {
+    Event.AM_RESTARTED: Rule(frozenset({S.STARTING}), frozenset({S.FAILED}),
+                             "record the attempt and the checkpoint it resumes from; an outcome that attempt "
+                             "1 decided (result.json) ends this attempt with it", stay=True),
+    Event.CONTAINER_LOST: Rule(ALIVE, frozenset({S.PS_RECOVERY, S.WAITING, S.FAILED}),
+                               "preempted or hung while starting, or preempted later: replace at once, not "
+                               "counted; failed while starting: FAILED; a worker: replace after backoff (2, 4, .. "
+                               "30 s) or abandon the slot after max_worker_restarts (FAILED below "
+                               "min_workers); a PS: stop the coordinator, replace, PS_RECOVERY (FAILED after "
+                               "max_ps_restarts)", stay=True),
+    Event.HEARTBEAT_STALE: Rule(ALIVE, frozenset(), "event hang_detected, kill the container: its loss follows "
+                                                     "(counted as a failure) and replaces it", stay=True),
+    Event.REPLACEMENT_DUE: Rule(ALIVE, frozenset({S.WAITING}), "start the slot's replacement container; a PS "
+                                "while in PS_RECOVERY: spawn the next coordinator -> WAITING", stay=True),
+    Event.ADDRESSES_CHANGED: Rule(RUNNING, frozenset(), "put moved and late workers into the spec "
+                                                        "(worker_moved, workers_added)", stay=True),
+    Event.CLUSTER_UP: Rule(frozenset({S.STARTING}), frozenset({S.WAITING}), "event cluster_up"),
+    Event.SERVERS_UP: Rule(frozenset({S.WAITING}), frozenset({S.TRAINING}),
+                           "hand the waiting coordinator the spec (cluster.json)"),
+    Event.SERVERS_LATE: Rule(frozenset({S.WAITING}), frozenset({S.FAILED}), "fail: servers did not come up"),
+    Event.SPEC_CHANGED: Rule(frozenset({S.TRAINING}), frozenset({S.RESCALING}),
+                             "ask the coordinator to checkpoint and exit 75"),
+    Event.PROGRESS: Rule(frozenset({S.TRAINING, S.RESCALING}), frozenset(),
+                         "event first_wave (once per coordinator)", stay=True),
+    Event.COORDINATOR_EXITED: Rule(frozenset({S.WAITING, S.TRAINING, S.RESCALING}),
+                                   frozenset({S.WAITING, S.SUCCEEDED, S.FAILED}),
+                                   "0: SUCCEEDED; 75 after a rescale request: respawn with the new spec; a "
+                                   "cluster error: respawn after backoff; a model bug, a repeated error or "
+                                   "more than max_coordinator_restarts: FAILED"),
+}
+
+
+def transition_table() -> str:
+    """TRANSITIONS as the Markdown table in docs/design/trainer.md (a test keeps them equal)."""
+    order = list(State)
+
+    def states(xs):
+        return ", ".join(x.value for x in sorted(xs, key=order.index))
+
+    rows = ["| event | handled in | handler does | leads to |", "|---|---|---|---|"]
+    rows += [f"| {e.value} | {states(r.states)} | {r.does} | {', '.join(['(same)'] * r.stay + [states(r.next)] * bool(r.next))} |"
+             for e, r in TRANSITIONS.items()]
+    return "\n".join(rows) + "\n"
+
+
 class Master:
-    def __init__(self, app, job: dict, work: str):
-        self.app, self.job, self.work = app, job_settings(job), work
+    def __init__(self, app, job: dict, work: str, clock=time.monotonic, attempt: int = 1):
+        self.app, self.job, self.work, self.clock, self.attempt = app, job_settings(job), work, clock, attempt
         job = self.job
+        self.state = State.STARTING
+        self.outcome: tuple[str, str] | None = None  # (final status, diagnostics) once SUCCEEDED/FAILED
+        self.decided_before = False  # the outcome is an earlier attempt's (result.json)
         self.events = EventLog(app, job["checkpoint_dir"], getattr(app, "id", None))
         self.sampler = Sampler(app, job["checkpoint_dir"], getattr(app, "id", None))
         self.ports = {("ps", i): free_port() for i in range(job["ps"])}
@@ -113,7 +221,8 @@ class Master:
         self.seen_finished: set[str] = set()
         self.replacing: set[tuple[str, int]] = set()  # replacements whose server is not up yet
         self.delayed: dict[tuple[str, int], float] = {}  # replacements waiting out a backoff -> due time
-        self.clock = time.monotonic
+        self.beats: dict[str, tuple[bytes, float]] = {}  # container -> (last heartbeat, when it changed)
+        self.hung: set[str] = set()  # containers killed because their heartbeat stopped
         self.coordinator: subprocess.Popen | None = None  # None: stopped for a lost PS, none yet
         self.coordinator_attempts = 0  # coordinator processes started, for the events' ``attempt``
         self.coordinator_failures = 0  # only these count against max_coordinator_restarts
@@ -121,39 +230,289 @@ class Master:
         self.in_spec: list[int] = []  # worker slots in the cluster spec, in task-index order
         self.cluster: dict = {}  # the spec the containers see ("cluster" in the key-value store)
         self.given: dict | None = None  # the spec the current coordinator began with; None: not begun
-        self.begin_after = 0.0  # backoff: the current coordinator begins no earlier (monotonic)
-        self.spawned_at = 0.0  # when the current coordinator process was started (monotonic)
+        self.begin_after = 0.0  # backoff: the current coordinator begins no earlier (self.clock)
+        self.spawned_at = 0.0  # when the current coordinator process was started (self.clock)
         self.progress_at_begin: bytes | None = None  # "progress" when it was given the spec
         self.first_wave_seen = True
         self.rescale_pending = False
 
+    # -- the state machine --------------------------------------------------------------------
+    def dispatch(self, event: Event, **data) -> None:
+        """Run ``event``'s handler if the table handles it in the current state; the handler
+        returns the next state (None: stay), which must be one the table allows."""
+        rule = TRANSITIONS[event]
+        if self.state not in rule.states:
+            return
+        before = self.state
+        nxt = getattr(self, f"on_{event.value}")(**data) or self.state
+        if nxt not in rule.next and not (rule.stay and nxt == before):
+            raise AssertionError(f"{event.value} in {self.state.value} led to {nxt.value}, not in {sorted(rule.next)}")
+        self.state = nxt
+
+    def fail(self, diagnostics: str) -> State:
+        self.outcome = ("FAILED", diagnostics)
+        return State.FAILED
+
+    @property
+    def done(self) -> bool:
+        return self.state in (State.SUCCEEDED, State.FAILED)
+
+    def on_am_restarted(self) -> State | None:
+        from tfhadoop.trainer import jobdir
+
+        result = jobdir.result(self.job["checkpoint_dir"], getattr(self.app, "id", None))
+        if result and result.get("status") == "FAILED":  # attempt 1 decided; Skein retried its FAILED
+            self.decided_before = True
+            return self.fail(result.get("diagnostics", "failed in an earlier attempt"))
+        state = jobdir.latest_state(self.job["checkpoint_dir"]) or {}
+        self.events.add("am_restarted", role="master", attempt=self.attempt,
+                        checkpoint={k: state.get(k) for k in ("epoch", "steps")} if state else None)
+        return None
+
+    def on_container_lost(self, c) -> State | None:
+        self.seen_finished.add(c.id)
+        role, slot = self.containers[c.id]
+        if self.live.get((role, slot)) == c.id:
+            del self.live[(role, slot)]
+        self.publish_alive()
+        hung = c.id in self.hung
+        preempted = not hung and "preempted" in (c.exit_message or "").lower()
+        self.events.add("container_lost", role=role, slot=slot, container=c.id, preempted=preempted, hung=hung,
+                        yarn_container=c.yarn_container_id, state=str(c.state), diagnostics=c.exit_message)
+        retries = self.restarts.get((role, slot), 0)
+        if self.state == State.STARTING:
+            if not (preempted or hung):  # a container that cannot start is a setup error: fail fast
+                return self.fail(f"{c.id} failed while starting: {c.exit_message}")
+            self.replace(role, slot, attempt=retries + 1, delay=0)
+            return None
+        if preempted:  # YARN took it back: not a failure, so not counted against the slot's retries
+            return self.replace(role, slot, attempt=retries + 1, delay=0)
+        n = self.restarts[(role, slot)] = retries + 1
+        limit = self.job["max_worker_restarts" if role == "worker" else "max_ps_restarts"]
+        if n > limit:
+            alive = self.workers_alive()
+            if role == "ps" or alive < self.job["min_workers"]:
+                return self.fail(f"{role}:{slot} lost {n} times ({c.exit_message})")
+            self.events.add("slot_abandoned", role=role, slot=slot, workers_alive=alive)
+            return None
+        return self.replace(role, slot, n, delay=0 if n == 1 else min(2 ** (n - 1), REPLACE_BACKOFF_MAX_S))
+
+    def on_heartbeat_stale(self, role: str, slot: int, container: str, silent_s: float) -> None:
+        self.hung.add(container)
+        self.events.add("hang_detected", role=role, slot=slot, container=container, silent_s=round(silent_s, 1),
+                        hang_timeout=self.job["hang_timeout"])
+        try:
+            self.app.kill_container(container)
+        except Exception as exc:  # noqa: BLE001 - it ended meanwhile: its loss is seen all the same
+            print(f"cannot kill {container}: {exc}", flush=True)
+
+    def on_replacement_due(self, role: str, slot: int) -> State | None:
+        return self.start_replacement(role, slot, self.state)
+
+    def on_addresses_changed(self, moved: dict, arrived: list, addrs: dict) -> None:
+        cluster = {k: list(v) for k, v in self.cluster.items()}
+        for (role, slot), (i, addr) in moved.items():
+            self.events.add(f"{role}_moved", role=role, slot=slot, old=cluster[role][i], new=addr)
+            cluster[role][i] = addr
+            self.ports[(role, slot)] = int(addr.rsplit(":", 1)[1])  # the slot's next replacement tries it first
+        if arrived:
+            cluster["worker"] += [addrs[f"addr/worker/{s}"].decode() for s in arrived]
+            self.in_spec = self.in_spec + arrived
+            self.events.add("workers_added", role="worker", slots=arrived, workers=len(cluster["worker"]))
+        self.publish_cluster(cluster)
+
+    def on_cluster_up(self) -> State:
+        devices = {s: json.loads(self.app.kv[f"up/worker/{s}"].decode()).get("cuda_visible_devices")
+                   for s in self.in_spec}
+        self.events.add("cluster_up", cluster=self.cluster, slots=self.in_spec, workers=len(self.cluster["worker"]),
+                        cuda_visible_devices=devices)
+        return State.WAITING
+
+    def on_servers_up(self) -> State:
+        self.begin_coordinator()
+        return State.TRAINING
+
+    def on_servers_late(self, missing: list) -> State:
+        return self.fail(f"{', '.join(missing)} did not come up within {self.job['startup_timeout']} s")
+
+    def on_spec_changed(self) -> State:
+        """Every server of the new spec is up: the coordinator checkpoints after its current wave
+        and exits RESCALE_EXIT; it is restarted with the new spec and restores that checkpoint."""
+        from tfhadoop.trainer.coordinator import RESCALE
+
+        open(os.path.join(self.work, RESCALE), "w").close()
+        self.rescale_pending = True
+        self.events.add("rescale_requested", role="chief", workers=len(self.cluster["worker"]))
+        return State.RESCALING
+
+    def on_progress(self) -> None:
+        """When the coordinator's first wave is done: how long a start or restart took."""
+        self.first_wave_seen = True
+        self.events.add("first_wave", role="chief", attempt=self.coordinator_attempts)
+
+    def on_coordinator_exited(self, rc: int) -> State | None:
+        from tfhadoop.trainer.coordinator import RESCALE_EXIT
+
+        if rc == RESCALE_EXIT and self.state == State.RESCALING:
+            self.events.add("rescaled", role="chief", workers=len(self.cluster["worker"]))
+            self.spawn_coordinator(planned=True)
+            return State.WAITING
+        if rc == 0:
+            self.events.add("succeeded", role="chief")
+            self.outcome = ("SUCCEEDED", "training finished")
+            return State.SUCCEEDED
+        error = self.coordinator_error()
+        self.events.add("coordinator_failed", role="chief", exit_code=rc, error_type=error["type"],
+                        diagnostics=error["message"][:2000])
+        self.coordinator_failures += 1
+        repeated = self.last_error is not None and (error["type"], error["message"]) == \
+            (self.last_error["type"], self.last_error["message"])
+        if error["type"] not in CLUSTER_ERRORS or repeated:
+            return self.fail(f"{error['type']}: {error['message']}")
+        if self.coordinator_failures > self.job["max_coordinator_restarts"]:
+            return self.fail(f"coordinator failed {self.coordinator_failures} times, last: {error['message']}")
+        self.last_error = error
+        self.begin_after = self.clock() + min(2 ** self.coordinator_failures, 30)
+        self.spawn_coordinator()
+        return State.WAITING
+
+    # -- observations -> events ---------------------------------------------------------------
+    def step(self) -> tuple[str, str] | None:
+        """One round of the main loop: observe containers, heartbeats, addresses and the
+        coordinator, dispatch what changed; the outcome once the job ended."""
+        self.observe_containers()
+        if self.state in RUNNING:
+            self.sampler.sample(self.workers_alive())
+            addrs = self.app.kv.get_prefix(protocol.KV_ADDR)
+            changes = self.address_changes(addrs)
+            if changes:
+                self.dispatch(Event.ADDRESSES_CHANGED, **changes, addrs=addrs)
+            up = self.app.kv.get_prefix(protocol.KV_UP)
+            self.note_replacements_up(up)
+            self.observe_coordinator(up)
+        return self.outcome
+
+    def observe_containers(self) -> None:
+        """Lost containers, stale heartbeats and due replacements (also while starting)."""
+        for c in self.app.get_containers(services=["ps", "worker"], states=["FAILED", "KILLED", "SUCCEEDED"]):
+            if c.id not in self.seen_finished and c.id in self.containers and not self.done:
+                self.dispatch(Event.CONTAINER_LOST, c=c)
+        if self.job["hang_timeout"] and not self.done:
+            for stale in self.stale_heartbeats(self.app.kv.get_prefix(protocol.KV_HEARTBEAT)):
+                self.dispatch(Event.HEARTBEAT_STALE, **stale)
+        for (role, slot), due in list(self.delayed.items()):
+            if self.clock() >= due and not self.done:
+                self.dispatch(Event.REPLACEMENT_DUE, role=role, slot=slot)
+
+    def stale_heartbeats(self, beats: dict) -> list[dict]:
+        """Live containers whose heartbeat has not changed for ``hang_timeout`` s (by this
+        master's clock: the roles' clocks are never compared). A container counts from its
+        first beat: before that, ``startup_timeout`` covers it."""
+        now, out = self.clock(), []
+        for (role, slot), cid in sorted(self.live.items()):
+            value = beats.get(f"{protocol.KV_HEARTBEAT}{role}/{slot}")
+            if value is None or value.split(b" ", 1)[0].decode() != cid or cid in self.hung:
+                continue
+            last = self.beats.get(cid)
+            if last is None or last[0] != value:
+                self.beats[cid] = (value, now)
+            elif now - last[1] > self.job["hang_timeout"]:
+                out.append({"role": role, "slot": slot, "container": cid, "silent_s": now - last[1]})
+        return out
+
+    def observe_coordinator(self, up: dict) -> None:
+        if self.coordinator is None:  # PS_RECOVERY: stopped for a lost PS whose replacement waits
+            return
+        rc = self.coordinator.poll()
+        if rc is not None:
+            self.dispatch(Event.COORDINATOR_EXITED, rc=rc)
+            return
+        missing = self.missing_servers(up)
+        if self.state == State.WAITING:
+            if not missing and self.clock() >= self.begin_after:
+                self.dispatch(Event.SERVERS_UP)
+            elif missing and self.clock() - self.spawned_at > self.job["startup_timeout"]:
+                self.dispatch(Event.SERVERS_LATE, missing=missing)
+            return
+        if self.state == State.TRAINING and self.cluster != self.given and not missing:
+            self.dispatch(Event.SPEC_CHANGED)
+        if not self.first_wave_seen:
+            progress = self.app.kv.get(protocol.KV_PROGRESS)
+            if progress is not None and progress != self.progress_at_begin:
+                self.dispatch(Event.PROGRESS)
+
+    def address_changes(self, addrs: dict) -> dict | None:
+        """What the containers published since the spec was made: a replacement at a new address
+        (the coordinator cannot reach it at the old one) and workers that were not in the spec."""
+        moved = {}
+        for role, slot in self.live:
+            i, addr = self.spec_index(role, slot), addrs.get(f"addr/{role}/{slot}")
+            if i is not None and addr and addr.decode() != self.cluster[role][i]:
+                moved[(role, slot)] = (i, addr.decode())
+        arrived = [s for s in range(self.job["workers"]) if s not in self.in_spec and f"addr/worker/{s}" in addrs]
+        return {"moved": moved, "arrived": arrived} if moved or arrived else None
+
     # -- containers -------------------------------------------------------------------------
+    def workers_alive(self) -> int:
+        return sum(1 for r, _ in self.live if r == "worker")
+
+    def publish_alive(self) -> None:
+        self.app.kv[protocol.KV_WORKERS_ALIVE] = str(self.workers_alive()).encode()
+
     def start(self, role: str, slot: int) -> None:
         env = {protocol.ENV_ROLE: role, protocol.ENV_SLOT: str(slot), protocol.ENV_PORT: str(self.ports[(role, slot)]),
                protocol.ENV_GPUS: str(self.job["worker_gpus"] if role == "worker" else 0)}
         c = self.app.add_container(role, env=env)
         self.containers[c.id] = (role, slot)
         self.live[(role, slot)] = c.id
-        self.app.kv[protocol.KV_WORKERS_ALIVE] = str(sum(1 for r, _ in self.live if r == "worker")).encode()
+        self.publish_alive()
+
+    def replace(self, role: str, slot: int, attempt: int, delay: float = 0) -> State | None:
+        """A replacement for a lost container, requested at once or, for a slot that keeps
+        failing, after ``delay`` seconds of backoff. Its old keys go, so that the address it
+        publishes tells whether it came back where the spec has it. A lost PS (after the start)
+        stops the coordinator (its variables are gone): PS_RECOVERY until the PS starts."""
+        nxt = None
+        if role == "ps" and self.state in RUNNING:
+            self.stop_coordinator()
+            nxt = State.PS_RECOVERY
+        self.app.kv.discard(f"up/{role}/{slot}")
+        self.app.kv.discard(f"addr/{role}/{slot}")
+        self.events.add("replacement_requested", role=role, slot=slot, attempt=attempt, delay_s=delay)
+        if delay == 0:
+            return self.start_replacement(role, slot, nxt or self.state) or nxt
+        self.delayed[(role, slot)] = self.clock() + delay
+        return nxt
+
+    def start_replacement(self, role: str, slot: int, state: State) -> State | None:
+        """Start the slot's replacement; a PS in PS_RECOVERY also spawns the next coordinator,
+        which begins once every server is up (WAITING)."""
+        self.delayed.pop((role, slot), None)
+        self.start(role, slot)
+        self.replacing.add((role, slot))
+        if role == "ps" and state == State.PS_RECOVERY:
+            self.spawn_coordinator()
+            return State.WAITING
+        return None
 
     def wait_addresses(self, timeout: float) -> dict:
         """Every PS address, and the workers' addresses: all of them, or after ``startup_wait`` s
         as many as have come (at least ``min_workers``); the rest join later by rescaling."""
-        t0 = time.monotonic()
+        t0 = self.clock()
         cluster = {"ps": [], "worker": []}
         for slot in range(self.job["ps"]):
             key = f"addr/ps/{slot}"
             while key not in self.app.kv:
-                self.check_startup_failures()
-                if time.monotonic() - t0 > timeout:
+                self.check_startup()
+                if self.clock() - t0 > timeout:
                     raise RuntimeError(f"ps:{slot} did not start within {timeout:.0f} s "
                                        f"(not enough resources in queue {self.job['queue']}?)")
                 time.sleep(0.5)
             cluster["ps"].append(self.app.kv[key].decode())
         while True:
-            self.check_startup_failures()
+            self.check_startup()
             present = [s for s in range(self.job["workers"]) if f"addr/worker/{s}" in self.app.kv]
-            waited = time.monotonic() - t0
+            waited = self.clock() - t0
             if len(present) == self.job["workers"] or (
                     waited > self.job["startup_wait"] and len(present) >= self.job["min_workers"]):
                 break
@@ -177,29 +536,6 @@ class Master:
             return slot
         return self.in_spec.index(slot) if slot in self.in_spec else None
 
-    def adopt_addresses(self, addrs: dict) -> None:
-        """Put into the spec what the containers published since: a replacement at a new address
-        (the coordinator cannot reach it at the old one) and workers that were not in the spec.
-        The coordinator gets the new spec by a coordinated restart (``maybe_request_rescale``)."""
-        moved = {}
-        for role, slot in self.live:
-            i, addr = self.spec_index(role, slot), addrs.get(f"addr/{role}/{slot}")
-            if i is not None and addr and addr.decode() != self.cluster[role][i]:
-                moved[(role, slot)] = (i, addr.decode())
-        arrived = [s for s in range(self.job["workers"]) if s not in self.in_spec and f"addr/worker/{s}" in addrs]
-        if not moved and not arrived:
-            return
-        cluster = {k: list(v) for k, v in self.cluster.items()}
-        for (role, slot), (i, addr) in moved.items():
-            self.events.add(f"{role}_moved", role=role, slot=slot, old=cluster[role][i], new=addr)
-            cluster[role][i] = addr
-            self.ports[(role, slot)] = int(addr.rsplit(":", 1)[1])  # the slot's next replacement tries it first
-        if arrived:
-            cluster["worker"] += [addrs[f"addr/worker/{s}"].decode() for s in arrived]
-            self.in_spec = self.in_spec + arrived
-            self.events.add("workers_added", role="worker", slots=arrived, workers=len(cluster["worker"]))
-        self.publish_cluster(cluster)
-
     def missing_servers(self, up: dict) -> list[str]:
         """``up/...`` keys of the servers in the spec that are not serving (yet)."""
         keys = [f"up/ps/{s}" for s in range(self.job["ps"])] + [f"up/worker/{s}" for s in self.in_spec]
@@ -212,20 +548,22 @@ class Master:
                 self.replacing.discard((role, slot))
                 self.events.add("replacement_up", role=role, slot=slot)
 
-    def check_startup_failures(self) -> None:
-        for c in self.app.get_containers(services=["ps", "worker"], states=["FAILED", "KILLED"]):
-            if c.id not in self.seen_finished:
-                raise RuntimeError(f"{c.id} failed while starting: {c.exit_message}")
+    def check_startup(self) -> None:
+        """While the cluster starts: losses (a preempted or hung one is replaced), due
+        replacements, and the coordinator, which must not exit yet."""
+        self.observe_containers()
+        if self.state == State.FAILED:
+            raise RuntimeError(self.outcome[1])
         if self.coordinator and self.coordinator.poll() is not None:
             error = self.coordinator_error()
             raise RuntimeError(f"the coordinator exited while the cluster started: {error['type']}: {error['message']}")
 
     def wait_up(self, keys: list[str], timeout: float) -> None:
-        deadline = time.monotonic() + timeout
+        deadline = self.clock() + timeout
         for key in keys:
             while key not in self.app.kv:
-                self.check_startup_failures()
-                if time.monotonic() > deadline:
+                self.check_startup()
+                if self.clock() > deadline:
                     raise RuntimeError(f"{key} did not come up within {timeout:.0f} s")
                 time.sleep(0.3)
 
@@ -233,17 +571,19 @@ class Master:
     def spawn_coordinator(self, planned: bool = False) -> None:
         """Start a coordinator process now; it imports TensorFlow and the model while it waits for
         ``cluster.json`` (``begin_coordinator``), so that time overlaps the servers' start.
-        ``planned``: a restart the master chose (a new spec), not a new attempt after a failure."""
+        ``planned``: a restart the master chose (a new spec), not a new attempt after a failure.
+        It dies with the master (PR_SET_PDEATHSIG): a coordinator orphaned by a lost application
+        master would train on beside the next attempt's."""
         from tfhadoop.trainer.coordinator import RESCALE
 
         self.coordinator_attempts += 0 if planned else 1
         for name in ("error.json", "cluster.json", RESCALE):
             if os.path.exists(os.path.join(self.work, name)):
                 os.remove(os.path.join(self.work, name))
-        self.rescale_pending, self.given, self.spawned_at = False, None, time.monotonic()
+        self.rescale_pending, self.given, self.spawned_at = False, None, self.clock()
         self.coordinator = subprocess.Popen(
             [sys.executable, "-m", "tfhadoop.trainer.coordinator", os.path.join(self.work, "job.json"),
-             os.path.join(self.work, "cluster.json"), self.work])
+             os.path.join(self.work, "cluster.json"), self.work], preexec_fn=die_with_parent)
 
     def begin_coordinator(self) -> None:
         """Hand the waiting coordinator the current spec (written whole: it polls for the file)."""
@@ -256,41 +596,11 @@ class Master:
         self.progress_at_begin, self.first_wave_seen = self.app.kv.get(protocol.KV_PROGRESS), False
         self.events.add("coordinator_started", role="chief", attempt=self.coordinator_attempts,
                         workers=len(self.cluster["worker"]), cluster=self.cluster,
-                        waited_s=round(time.monotonic() - self.spawned_at, 1))
-
-    def maybe_begin(self, up: dict) -> None:
-        """Begin once every server in the spec is up (a coordinator cannot connect to fewer)."""
-        missing = self.missing_servers(up)
-        if not missing and time.monotonic() >= self.begin_after:
-            self.begin_coordinator()
-        elif missing and time.monotonic() - self.spawned_at > self.job["startup_timeout"]:
-            raise RuntimeError(f"{', '.join(missing)} did not come up within {self.job['startup_timeout']} s")
-
-    def maybe_request_rescale(self, up: dict) -> None:
-        """The running coordinator's spec is out of date (workers added or moved) and every server
-        of the new one is up: ask it to checkpoint after its current wave and exit RESCALE_EXIT;
-        it is restarted with the new spec and restores that checkpoint, so nothing is redone."""
-        if self.rescale_pending or self.cluster == self.given or self.missing_servers(up):
-            return
-        from tfhadoop.trainer.coordinator import RESCALE
-
-        open(os.path.join(self.work, RESCALE), "w").close()
-        self.rescale_pending = True
-        self.events.add("rescale_requested", role="chief", workers=len(self.cluster["worker"]))
-
-    def note_first_wave(self) -> None:
-        """An event when the coordinator's first wave is done (its first progress): how long a
-        start or restart took until training ran again."""
-        if self.first_wave_seen:
-            return
-        progress = self.app.kv.get(protocol.KV_PROGRESS)
-        if progress is not None and progress != self.progress_at_begin:
-            self.first_wave_seen = True
-            self.events.add("first_wave", role="chief", attempt=self.coordinator_attempts)
+                        waited_s=round(self.clock() - self.spawned_at, 1))
 
     def stop_coordinator(self) -> None:
         """Kill the coordinator and forget it: its exit (-9) is ours, never a coordinator failure
-        for ``step`` to poll; the next one is spawned when the lost PS's replacement starts."""
+        to be polled; the next one is spawned when the lost PS's replacement starts."""
         if self.coordinator and self.coordinator.poll() is None:
             self.coordinator.kill()
             self.coordinator.wait()
@@ -303,125 +613,80 @@ class Master:
         except (OSError, ValueError):
             return {"type": "unknown", "message": f"coordinator exited with {self.coordinator.returncode}"}
 
-    def coordinator_exited(self, rc: int) -> tuple[str, str] | None:
-        """Success, a planned restart for a new spec, a restart with backoff after a cluster
-        error, or the end (an error that is a bug or repeats, or too many restarts)."""
-        from tfhadoop.trainer.coordinator import RESCALE_EXIT
-
-        if rc == RESCALE_EXIT and self.rescale_pending:
-            self.events.add("rescaled", role="chief", workers=len(self.cluster["worker"]))
-            self.spawn_coordinator(planned=True)
-            return None
-        if rc == 0:
-            self.events.add("succeeded", role="chief")
-            return "SUCCEEDED", "training finished"
-        error = self.coordinator_error()
-        self.events.add("coordinator_failed", role="chief", exit_code=rc, error_type=error["type"],
-                        diagnostics=error["message"][:2000])
-        self.coordinator_failures += 1
-        repeated = self.last_error is not None and (error["type"], error["message"]) == \
-            (self.last_error["type"], self.last_error["message"])
-        if error["type"] not in CLUSTER_ERRORS or repeated:
-            return "FAILED", f"{error['type']}: {error['message']}"
-        if self.coordinator_failures > self.job["max_coordinator_restarts"]:
-            return "FAILED", f"coordinator failed {self.coordinator_failures} times, last: {error['message']}"
-        self.last_error = error
-        self.begin_after = time.monotonic() + min(2 ** self.coordinator_failures, 30)
-        self.spawn_coordinator()
-        return None
-
     # -- main loop --------------------------------------------------------------------------
     def run(self) -> tuple[str, str]:
         """The coordinator process first (its imports overlap the containers' start), then the
         containers; a failure while they start fails the job; then the loop until the end."""
+        if self.attempt > 1:
+            self.dispatch(Event.AM_RESTARTED)
+            if self.done:
+                return self.outcome
         self.spawn_coordinator()
         for role, slot in self.ports:
             self.start(role, slot)
-        cluster = self.wait_addresses(self.job["startup_timeout"])
-        self.publish_cluster(cluster)
+        self.publish_cluster(self.wait_addresses(self.job["startup_timeout"]))
         self.wait_up([f"up/ps/{s}" for s in range(self.job["ps"])] + [f"up/worker/{s}" for s in self.in_spec],
                      self.job["startup_timeout"])
-        devices = {s: json.loads(self.app.kv[f"up/worker/{s}"].decode()).get("cuda_visible_devices")
-                   for s in self.in_spec}
-        self.events.add("cluster_up", cluster=cluster, slots=self.in_spec, workers=len(cluster["worker"]),
-                        cuda_visible_devices=devices)
+        self.dispatch(Event.CLUSTER_UP)
         while True:
             outcome = self.step()
             if outcome:
                 return outcome
             time.sleep(1)
 
-    def step(self) -> tuple[str, str] | None:
-        """One round of the main loop: containers, addresses, then the coordinator."""
-        outcome = self.watch_containers()
-        if outcome:
-            return outcome
-        self.start_due_replacements()
-        self.sampler.sample(sum(1 for r, _ in self.live if r == "worker"))
-        self.adopt_addresses(self.app.kv.get_prefix("addr/"))
-        up = self.app.kv.get_prefix("up/")
-        self.note_replacements_up(up)
-        if self.coordinator is None:  # stopped for a lost PS whose replacement waits out a backoff
-            return None
-        rc = self.coordinator.poll()
-        if rc is not None:
-            return self.coordinator_exited(rc)
-        if self.given is None:
-            self.maybe_begin(up)
-        else:
-            self.maybe_request_rescale(up)
-            self.note_first_wave()
+
+def die_with_parent() -> None:
+    """In a child, before exec: SIGKILL when the parent process dies (Linux prctl)."""
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except Exception:  # noqa: BLE001 - not Linux: the coordinator's own parent check remains
+        pass
+
+
+def watch_application_master(period: float = 1.0) -> None:
+    """Exit at once when Skein's Java application master (an ancestor of this process) dies: YARN
+    then starts the next attempt, and an orphaned master must neither write the job's result nor
+    keep a coordinator training (that one dies with this process: ``die_with_parent``)."""
+    import threading
+
+    def java_ancestor() -> int | None:
+        pid = os.getppid()
+        while pid > 1:
+            try:
+                with open(f"/proc/{pid}/comm") as f:
+                    if f.read().strip() == "java":
+                        return pid
+                with open(f"/proc/{pid}/stat") as f:
+                    pid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                return None
         return None
 
-    def watch_containers(self) -> tuple[str, str] | None:
-        finished = self.app.get_containers(services=["ps", "worker"], states=["FAILED", "KILLED", "SUCCEEDED"])
-        for c in finished:
-            if c.id in self.seen_finished or c.id not in self.containers:
-                continue
-            self.seen_finished.add(c.id)
-            role, slot = self.containers[c.id]
-            if self.live.get((role, slot)) == c.id:
-                del self.live[(role, slot)]
-            self.app.kv[protocol.KV_WORKERS_ALIVE] = str(sum(1 for r, _ in self.live if r == "worker")).encode()
-            preempted = "preempted" in (c.exit_message or "").lower()
-            self.events.add("container_lost", role=role, slot=slot, container=c.id, preempted=preempted,
-                            yarn_container=c.yarn_container_id, state=str(c.state), diagnostics=c.exit_message)
-            if preempted:  # YARN took it back: not a failure, so not counted against the slot's retries
-                self.replace(role, slot, attempt=self.restarts.get((role, slot), 0) + 1, delay=0)
-                continue
-            n = self.restarts[(role, slot)] = self.restarts.get((role, slot), 0) + 1
-            limit = self.job["max_worker_restarts" if role == "worker" else "max_ps_restarts"]
-            if n > limit:
-                alive = sum(1 for r, _ in self.live if r == "worker")
-                if role == "ps" or alive < self.job["min_workers"]:
-                    return "FAILED", f"{role}:{slot} lost {n} times ({c.exit_message})"
-                self.events.add("slot_abandoned", role=role, slot=slot, workers_alive=alive)
-                continue
-            self.replace(role, slot, n, delay=0 if n == 1 else min(2 ** (n - 1), REPLACE_BACKOFF_MAX_S))
-        return None
+    am = java_ancestor()
+    if am is None:
+        print("no Java application master among this process's ancestors: not watching it", flush=True)
+        return
 
-    def replace(self, role: str, slot: int, attempt: int, delay: float = 0) -> None:
-        """A replacement for a lost container, requested at once or, for a slot that keeps
-        failing, after ``delay`` seconds of backoff. Its old keys go, so that the address it
-        publishes tells whether it came back where the spec has it. A lost PS stops the
-        coordinator (its variables are gone); the next one begins when the PS is up."""
-        if role == "ps":
-            self.stop_coordinator()
-        self.app.kv.discard(f"up/{role}/{slot}")
-        self.app.kv.discard(f"addr/{role}/{slot}")
-        self.events.add("replacement_requested", role=role, slot=slot, attempt=attempt, delay_s=delay)
-        self.delayed[(role, slot)] = self.clock() + delay
-        self.start_due_replacements()
+    def watch():
+        while os.path.exists(f"/proc/{am}"):
+            time.sleep(period)
+        print(f"the application master (pid {am}) is gone: exiting", flush=True)
+        os._exit(3)
 
-    def start_due_replacements(self) -> None:
-        for (role, slot), due in list(self.delayed.items()):
-            if self.clock() < due:
-                continue
-            del self.delayed[(role, slot)]
-            self.start(role, slot)
-            self.replacing.add((role, slot))
-            if role == "ps" and self.coordinator is None:  # stopped in replace(): begins when every PS is up
-                self.spawn_coordinator()
+    threading.Thread(target=watch, name="am-watch", daemon=True).start()
+
+
+def application_attempt() -> int:
+    """This application master's attempt number (1, 2, ...), from YARN's CONTAINER_ID
+    (container_[e<epoch>_]<cluster ts>_<app>_<attempt>_<n>)."""
+    parts = os.environ.get("CONTAINER_ID", "").split("_")
+    try:
+        return int(parts[-2])
+    except (IndexError, ValueError):
+        return 1
 
 
 def job_settings(job: dict) -> dict:
@@ -468,7 +733,10 @@ def main() -> int:
     with open(os.path.join(work, "job.json")) as f:
         job = json.load(f)
     app = skein.ApplicationClient.from_current()
-    master = Master(app, job, work)
+    master = Master(app, job, work, attempt=application_attempt())
+    if master.attempt > 1:
+        master.events.resume()
+    watch_application_master()
     from tfhadoop.trainer.jobpage import serve
 
     serve(master)
@@ -477,6 +745,9 @@ def main() -> int:
     except Exception as exc:  # noqa: BLE001 - reported as the application's diagnostics
         status, diagnostics = "FAILED", f"{type(exc).__name__}: {exc}"
     master.stop_coordinator()
+    if master.decided_before:  # attempt 1 ended the job (Skein retries a FAILED one): only say so again
+        app.shutdown(status, diagnostics=diagnostics[:4000])
+        return 0
     if enrich_exit_statuses(master.events, app.id):
         master.events.rewrite()
     master.events.add("finished", status=status, diagnostics=diagnostics[:4000])

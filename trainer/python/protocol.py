@@ -40,12 +40,15 @@ KV_CLUSTER = "cluster"
 KV_PAGE = "page"  # the job page's address through the ResourceManager proxy
 KV_ADDR = "addr/"  # addr/<role>/<slot>: host:port a server listens on
 KV_UP = "up/"  # up/<role>/<slot>: the server serves
+KV_HEARTBEAT = "hb/"  # hb/<role>/<slot>: "<container id> <count>", bumped every HEARTBEAT_S by the role
+HEARTBEAT_S = 2.0  # a role that stops bumping its heartbeat for --hang-timeout s is killed and replaced
 
 # -- environment of the role containers -------------------------------------------------------
 ENV_ROLE = "TFH_ROLE"
 ENV_SLOT = "TFH_SLOT"
 ENV_PORT = "TFH_PORT"
 ENV_GPUS = "TFH_GPUS"
+ENV_THREADS = "TFH_THREADS"  # a server's inter-op threads (default 2)
 
 FINAL_STATES = ("FINISHED", "FAILED", "KILLED")
 PAGE_ROUTE = "job"  # Skein web UI route of the job page

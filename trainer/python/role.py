@@ -7,7 +7,8 @@ cannot be bound here (taken on this node), the container takes a free one and pu
 address: the master puts it into the spec and restarts the coordinator with it. Rendezvous in
 the Skein key-value store: the container publishes ``addr/<role>/<slot>`` = host:port, waits for
 the ``cluster`` spec the master assembles from those, starts its server, publishes
-``up/<role>/<slot>`` and serves until killed.
+``up/<role>/<slot>`` and serves until killed. A thread bumps ``hb/<role>/<slot>`` meanwhile: the
+master's hang detection.
 """
 from __future__ import annotations
 
@@ -52,6 +53,26 @@ def usable_port(role: str, slot: int, port: int) -> int:
     return port
 
 
+def heartbeat(app, key: str, container: str, period: float) -> None:
+    """Bump ``key`` every ``period`` s from a daemon thread, for the master's hang detection: a
+    process that is stopped (SIGSTOP, a dead NFS mount, swapped out) stops bumping it, and the
+    master kills and replaces it after ``--hang-timeout`` s. A failed write is retried next time
+    (the master's key-value store may be restarting with a new application attempt)."""
+    import threading
+
+    def beat():
+        n = 0
+        while True:
+            n += 1
+            try:
+                app.kv[key] = f"{container} {n}".encode()
+            except Exception:  # noqa: BLE001 - the next beat tries again
+                pass
+            time.sleep(period)
+
+    threading.Thread(target=beat, name="heartbeat", daemon=True).start()
+
+
 def main() -> int:
     import skein
 
@@ -60,6 +81,8 @@ def main() -> int:
     role, slot, port = os.environ[P.ENV_ROLE], int(os.environ[P.ENV_SLOT]), int(os.environ[P.ENV_PORT])
     os.environ["CUDA_VISIBLE_DEVICES"] = gpu_devices()
     app = skein.ApplicationClient.from_current()
+    container = os.environ.get("SKEIN_CONTAINER_ID", "")
+    heartbeat(app, f"{P.KV_HEARTBEAT}{role}/{slot}", container, P.HEARTBEAT_S)
     port = usable_port(role, slot, port)
     address = f"{socket.getfqdn()}:{port}"
     app.kv[f"{P.KV_ADDR}{role}/{slot}"] = address.encode()
@@ -74,8 +97,8 @@ def main() -> int:
     from tfhadoop.trainer import server
 
     t0 = time.monotonic()
-    srv = server.start(cluster, role, index, port=port, threads=int(os.environ.get("TFH_THREADS", "2")))
-    app.kv[f"{P.KV_UP}{role}/{slot}"] = json.dumps({"address": address, "container": os.environ.get("SKEIN_CONTAINER_ID", ""),
+    srv = server.start(cluster, role, index, port=port, threads=int(os.environ.get(P.ENV_THREADS, "2")))
+    app.kv[f"{P.KV_UP}{role}/{slot}"] = json.dumps({"address": address, "container": container, "pid": os.getpid(),
                                             "cuda_visible_devices": os.environ["CUDA_VISIBLE_DEVICES"],
                                             "started": time.time(), "server_start_s": time.monotonic() - t0}).encode()
     print(f"{role}:{slot} serving at {address} (CUDA_VISIBLE_DEVICES={os.environ['CUDA_VISIBLE_DEVICES']!r})", flush=True)

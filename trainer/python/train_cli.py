@@ -33,6 +33,8 @@ FLAGS = [  # (flag, type, help)
     ("--max-worker-restarts", int, "failed containers per worker slot before it stays empty; preemptions "
                                    "do not count (default 5)"),
     ("--max-ps-restarts", int, "failed containers per parameter server before the job fails (default 3)"),
+    ("--hang-timeout", float, "seconds without a heartbeat after which a worker or PS counts as hung: it is "
+                              "killed and replaced (default 120)"),
     ("--startup-wait", int, "seconds to wait for all workers before starting with --min-workers (default 60)"),
     ("--name", str, "YARN application name"),
     ("--python", str, "python interpreter in the containers (default: this one, or ./env/bin/python "

@@ -1,0 +1,147 @@
+"""Fault rows of issue 12 on the embedded YARN cluster, driven through `tfhadoop train`: a worker
+that hangs (SIGSTOP) is detected by its stopped heartbeat, killed and replaced; the application
+master's container killed (SIGKILL) is followed by YARN's attempt 2, whose master resumes the job
+from its checkpoint on HDFS. Each asserts SUCCEEDED, exact per-epoch counts and the event log."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+
+import pytest
+from test_train_yarn import _app_id, _events, _metrics, _state_epoch, _train, _wait, dataset  # noqa: F401
+
+from tfhadoop.trainer.protocol import HEARTBEAT_S
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+
+
+def _am_pid(app_id: str) -> int:
+    """The Skein application master's JVM of ``app_id`` (its working directory is the AM container's)."""
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read()
+            if b"com.anaconda.skein.ApplicationMaster" in cmd and app_id in os.readlink(f"/proc/{pid}/cwd"):
+                return int(pid)
+        except OSError:
+            continue
+    raise AssertionError(f"no application master process of {app_id}")
+
+
+def test_hung_worker_is_killed_and_replaced(hadoop_cluster, dataset):
+    import skein
+
+    epochs, hang_timeout = 5, 8
+    run, proc = _train(hadoop_cluster, dataset, background=True,
+                       extra=["--workers", "2", "--epochs", str(epochs), "--hang-timeout", str(hang_timeout)])
+    stopped = None
+    try:
+        app_id = _app_id(proc)
+        _wait(lambda: (_state_epoch(run) or 0) >= 1 or proc.poll() is not None, 300, "one epoch")
+        assert proc.poll() is None, proc.communicate()[1][-3000:]
+        with skein.Client() as client:
+            up = json.loads(client.connect(app_id).kv["up/worker/1"].decode())
+        stopped = up["pid"]
+        os.kill(stopped, signal.SIGSTOP)
+        t_stop = time.time()
+        out, err = proc.communicate(timeout=600)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        if stopped is not None:
+            try:
+                os.kill(stopped, signal.SIGCONT)  # YARN killed it; if not, do not leave it stopped
+            except ProcessLookupError:
+                pass
+    assert proc.returncode == 0, (out + err)[-4000:]
+    events = _events(run)
+    kinds = [e["event"] for e in events]
+    hang = [e for e in events if e["event"] == "hang_detected"]
+    assert [(e["role"], e["slot"], e["container"]) for e in hang] == [("worker", 1, up["container"])], hang
+    detected_after = hang[0]["time"] - t_stop
+    # the last beat before the stop came up to HEARTBEAT_S earlier, and the master looks once a second
+    assert hang_timeout - HEARTBEAT_S - 1 <= detected_after <= hang_timeout + 10, detected_after
+    lost = [e for e in events if e["event"] == "container_lost"]
+    assert [(e["role"], e["slot"], e["hung"]) for e in lost] == [("worker", 1, True)], lost
+    after = kinds[kinds.index("hang_detected"):]
+    assert after[:3] == ["hang_detected", "container_lost", "replacement_requested"], after
+    assert "replacement_up" in after and "coordinator_failed" not in kinds
+    assert [e["examples"] for e in _metrics(run)["epochs"]] == [2400] * epochs  # exactly once per epoch
+    up_again = next(e for e in events if e["event"] == "replacement_up")
+    print(f"worker stopped -> hang detected {detected_after:.1f} s -> replacement serving "
+          f"{up_again['time'] - t_stop:.1f} s")
+
+
+def test_killed_application_master_resumes_in_attempt_2(hadoop_cluster, dataset):
+    import skein
+
+    epochs = 6
+    steps_per_epoch = 2400 // 300 * -(-300 // 32)  # 8 tasks of 10 steps; a checkpoint at each epoch's end
+    run, proc = _train(hadoop_cluster, dataset, background=True, extra=["--workers", "2", "--epochs", str(epochs)])
+    try:
+        app_id = _app_id(proc)
+        _wait(lambda: (_state_epoch(run) or 0) >= 2 or proc.poll() is not None, 300, "two epochs")
+        assert proc.poll() is None, proc.communicate()[1][-3000:]
+        with skein.Client() as client:
+            progress = json.loads(client.connect(app_id).kv["progress"].decode())
+        os.kill(_am_pid(app_id), signal.SIGKILL)
+        t_kill = time.time()
+        out, err = proc.communicate(timeout=600)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, (out + err)[-4000:]
+    events = _events(run)
+    kinds = [e["event"] for e in events]
+    restarted = [e for e in events if e["event"] == "am_restarted"]
+    assert len(restarted) == 1 and restarted[0]["attempt"] == 2, kinds
+    resumed_at = restarted[0]["checkpoint"]["steps"]
+    # Steps run again: those between the checkpoint and the kill, at most one checkpoint interval (an
+    # epoch here). Read before the kill, progress may lag a checkpoint taken meanwhile (then <= 0).
+    redone = progress["steps"] - resumed_at
+    assert resumed_at > 0 and redone <= steps_per_epoch, (progress, restarted)
+    i = kinds.index("am_restarted")
+    assert kinds[i:].count("cluster_up") == 1 and "coordinator_started" in kinds[i:] and kinds[-1] == "finished"
+    seqs = [e["seq"] for e in events if e.get("app") == app_id]
+    assert seqs == list(range(len(seqs))), seqs  # attempt 2 numbers its events after attempt 1's
+    assert [e["examples"] for e in _metrics(run)["epochs"]] == [2400] * epochs  # exactly once per epoch
+    first = next(e for e in events[i:] if e["event"] == "first_wave")
+    print(f"AM killed -> attempt 2's master {restarted[0]['time'] - t_kill:.1f} s -> training again "
+          f"{first['time'] - t_kill:.1f} s; resumed at step {resumed_at}, {progress['steps']} read before the kill")
+
+
+def test_hung_parameter_server_is_replaced_and_training_resumes_from_the_checkpoint(hadoop_cluster, dataset):
+    import skein
+
+    epochs, hang_timeout = 4, 8
+    run, proc = _train(hadoop_cluster, dataset, background=True,
+                       extra=["--workers", "1", "--epochs", str(epochs), "--hang-timeout", str(hang_timeout)])
+    stopped = None
+    try:
+        app_id = _app_id(proc)
+        _wait(lambda: (_state_epoch(run) or 0) >= 1 or proc.poll() is not None, 300, "one epoch")
+        assert proc.poll() is None, proc.communicate()[1][-3000:]
+        with skein.Client() as client:
+            up = json.loads(client.connect(app_id).kv["up/ps/0"].decode())
+        stopped = up["pid"]
+        os.kill(stopped, signal.SIGSTOP)
+        out, err = proc.communicate(timeout=600)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        if stopped is not None:
+            try:
+                os.kill(stopped, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+    assert proc.returncode == 0, (out + err)[-4000:]
+    events = _events(run)
+    kinds = [e["event"] for e in events]
+    hang = [e for e in events if e["event"] == "hang_detected"]
+    assert [(e["role"], e["slot"], e["container"]) for e in hang] == [("ps", 0, up["container"])], hang
+    after = kinds[kinds.index("hang_detected"):]
+    assert after[:3] == ["hang_detected", "container_lost", "replacement_requested"], after
+    assert "coordinator_started" in after and "coordinator_failed" not in kinds  # restarted from the checkpoint
+    assert [e["examples"] for e in _metrics(run)["epochs"]] == [2400] * epochs
