@@ -204,9 +204,8 @@ public final class ExampleDecoder {
             if (((pe - p) & 3) != 0) {
               throw bad("packed float_list of " + (pe - p) + " bytes");
             }
-            while (p < pe) {
-              f.addFloat(Float.intBitsToFloat(fixed32()));
-            }
+            f.addFloats(b, p, (pe - p) >>> 2);
+            p = pe;
           } else if (wire == 5) {
             f.addFloat(Float.intBitsToFloat(fixed32()));
           } else {

@@ -42,6 +42,20 @@ public final class Feature {
     floats[count++] = v;
   }
 
+  /** Appends n little-endian floats from b[off..]: a packed float_list, sized once (no per-value growth check). */
+  public void addFloats(byte[] b, int off, int n) {
+    int need = count + n;
+    if (need > floats.length) {
+      floats = java.util.Arrays.copyOf(floats, Math.max(need, count * 2));
+    }
+    float[] out = floats;
+    for (int i = count; i < need; i++, off += 4) {
+      out[i] = Float.intBitsToFloat((b[off] & 0xff) | (b[off + 1] & 0xff) << 8 | (b[off + 2] & 0xff) << 16
+          | (b[off + 3] & 0xff) << 24);
+    }
+    count = need;
+  }
+
   public void addBytes(byte[] b) {
     addBytes(b, 0, b.length);
   }

@@ -282,14 +282,19 @@ abstract class FeatureConverter {
 
   static final class Scalar extends FeatureConverter {
     private final Elem[] readers;
-    /** 1: bigint/timestamp from int64, 2: float from float, 3: double from float, 0: generic. */
+    /**
+     * Unboxed setter, decided once per column: 1 bigint/timestamp, 4 int/date, 5 smallint, 6 tinyint,
+     * 7 boolean (all from int64), 2 float, 3 double (from float), 0 generic. A value the fast path
+     * cannot take (out of range, another kind) goes the generic way, which raises the named error.
+     */
     private final int fast;
 
     Scalar(String column, DataType type, Rules rules) {
       super(column, type);
       this.readers = readers(column, type, rules);
       this.fast = type instanceof LongType || type instanceof TimestampType ? 1 : type instanceof FloatType ? 2
-          : type instanceof DoubleType ? 3 : 0;
+          : type instanceof DoubleType ? 3 : type instanceof IntegerType || type instanceof DateType ? 4
+          : type instanceof ShortType ? 5 : type instanceof ByteType ? 6 : type instanceof BooleanType ? 7 : 0;
     }
 
     @Override
@@ -306,6 +311,25 @@ abstract class FeatureConverter {
         if (fast == 3 && f.kind == Feature.FLOAT) {
           row.setDouble(ordinal, f.floats[0]);
           return true;
+        }
+        if (fast >= 4 && f.kind == Feature.INT64) {
+          long v = f.longs[0];
+          if (fast == 4 && v == (int) v) {
+            row.setInt(ordinal, (int) v);
+            return true;
+          }
+          if (fast == 5 && v == (short) v) {
+            row.setShort(ordinal, (short) v);
+            return true;
+          }
+          if (fast == 6 && v == (byte) v) {
+            row.setByte(ordinal, (byte) v);
+            return true;
+          }
+          if (fast == 7 && (v == 0 || v == 1)) {
+            row.setBoolean(ordinal, v == 1);
+            return true;
+          }
         }
       }
       return super.write(f, row, ordinal);

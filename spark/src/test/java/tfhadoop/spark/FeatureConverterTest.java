@@ -114,4 +114,50 @@ public class FeatureConverterTest {
     assertEquals(Decimal.apply("12345678.123456789000000000"), FeatureConverter.forType("x",
         DataTypes.createDecimalType(38, 18), exact).convert(bytes("12345678.123456789")));
   }
+  /** The unboxed setters (Scalar.write) hold the same rules as convert: in range sets, else the named error. */
+  @Test
+  public void unboxedWritesKeepTheRules() throws IOException {
+    // (a GenericInternalRow: building a StructType needs json4s, which the test classpath leaves out)
+    org.apache.spark.sql.catalyst.expressions.GenericInternalRow row =
+        new org.apache.spark.sql.catalyst.expressions.GenericInternalRow(new Object[5]);
+    assertTrue(FeatureConverter.forType("x", DataTypes.IntegerType, PLAIN).write(longs(-7), row, 0));
+    assertTrue(FeatureConverter.forType("x", DataTypes.ShortType, PLAIN).write(longs(300), row, 1));
+    assertTrue(FeatureConverter.forType("x", DataTypes.ByteType, PLAIN).write(longs(-128), row, 2));
+    assertTrue(FeatureConverter.forType("x", DataTypes.BooleanType, PLAIN).write(longs(1), row, 3));
+    assertTrue(FeatureConverter.forType("x", DataTypes.DateType, PLAIN).write(longs(19000), row, 4));
+    assertEquals(-7, row.getInt(0));
+    assertEquals((short) 300, row.getShort(1));
+    assertEquals((byte) -128, row.getByte(2));
+    assertTrue(row.getBoolean(3));
+    assertEquals(19000, row.getInt(4));
+    Object[][] bad = {{DataTypes.IntegerType, longs(1L << 31), "does not fit column x of type int"},
+        {DataTypes.ShortType, longs(40000), "does not fit column x of type smallint"},
+        {DataTypes.ByteType, longs(128), "does not fit column x of type tinyint"},
+        {DataTypes.BooleanType, longs(2), "holds int64 2 but column x is boolean"},
+        {DataTypes.IntegerType, floats(2.5f), "is a float_list but column x is int"}};
+    for (Object[] c : bad) {
+      try {
+        FeatureConverter.forType("x", (DataType) c[0], PLAIN).write((Feature) c[1], row, 0);
+        fail("wrote " + c[1] + " into " + c[0]);
+      } catch (IOException e) {
+        assertTrue(e.getMessage(), e.getMessage().contains((String) c[2]));
+      }
+    }
+  }
+
+  /** A packed float_list decodes in one pass, growing the reused array when needed. */
+  @Test
+  public void packedFloatsDecodeInOnePass() {
+    Feature f = new Feature().clear(Feature.FLOAT);
+    f.addFloat(9f);
+    java.nio.ByteBuffer buf = java.nio.ByteBuffer.allocate(4 * 10).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+    for (int i = 0; i < 10; i++) {
+      buf.putFloat(i == 3 ? Float.NaN : i * -1.5f);
+    }
+    f.addFloats(buf.array(), 0, 10);
+    assertEquals(11, f.count);
+    assertEquals(9f, f.floats[0], 0f);
+    assertEquals(-13.5f, f.floats[10], 0f);
+    assertTrue(Float.isNaN(f.floats[4]));
+  }
 }
