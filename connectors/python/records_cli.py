@@ -152,7 +152,8 @@ def _reader(path, args):
 class _Progress:
     """A bytes progress bar on stderr, only when stdout is a terminal (and tqdm is there)."""
 
-    def __init__(self, files, args, enabled=True):
+    def __init__(self, files, args, enabled=True, rows=None):
+        """A bar over the bytes of ``files``, or over ``rows`` rows when given."""
         self.bar = None
         if not enabled or getattr(args, "no_progress", False) or not sys.stdout.isatty():
             return
@@ -162,6 +163,9 @@ class _Progress:
             from tfhadoop.connectors import compression as comp
             from tfhadoop.connectors import fileio
         except ImportError:
+            return
+        if rows is not None:
+            self.bar = tqdm(total=rows, unit="rows", file=sys.stderr, leave=False, dynamic_ncols=True)
             return
         total = 0
         for f in files:
@@ -444,10 +448,13 @@ def _to_parquet(args) -> int:
         try:
             rows = _write_parquet(tmp, files, schema, record_type, infer, args, progress)
         except ar.SchemaDrift as exc:
-            print(f"tfhadoop: {exc}; inferring the schema from all records and starting over", file=sys.stderr)
+            msg = f"tfhadoop: {exc}; inferring the schema from all records and starting over"
             if progress.bar is not None:
-                progress.bar.reset(progress.bar.total * 3 if progress.bar.total else None)
-                progress.bar.update(progress.bar.n)
+                progress.bar.write(msg, file=sys.stderr)
+            else:
+                print(msg, file=sys.stderr)
+            if progress.bar is not None:  # two more passes over the input
+                progress.bar.reset(progress.bar.total * 2 if progress.bar.total else None)
             rows = _write_parquet(tmp, files, schema, record_type, "all", args, progress)
         _publish(tmp, args.output)
     except (TFRecordError, ValueError, TypeError) as exc:
@@ -558,10 +565,7 @@ def _from_parquet(args) -> int:
         sources = [pq.ParquetFile(p) for p in args.paths]
     except (OSError, ValueError) as exc:
         raise CommandError(str(exc).splitlines()[0]) from None
-    progress = _Progress([], args)
-    if progress.bar is not None:
-        progress.bar.total = sum(s.metadata.num_rows for s in sources)
-        progress.bar.unit, progress.bar.unit_scale = "rows", False
+    progress = _Progress([], args, rows=sum(s.metadata.num_rows for s in sources))
     ext = "".join(s for s in (".gz", ".zz", ".zlib") if args.output.endswith(s))
     tmp = f"{args.output}.tmp-{os.getpid()}{ext}"
     compression = None if args.compression == "auto" else args.compression

@@ -207,3 +207,19 @@ def test_dictionary_only_where_values_repeat(tmp_path):
     assert "RLE_DICTIONARY" in enc["tag"] and "RLE_DICTIONARY" in enc["cats.list.element"]
     assert "RLE_DICTIONARY" not in enc["id"] and "RLE_DICTIONARY" not in enc["x"]
     assert pq.read_table(out).equals(pa.Table.from_batches([batch]))
+
+
+def test_progress_bars_on_a_terminal(tmp_path, capsys, monkeypatch):
+    import sys
+
+    d = _write(tmp_path, [_recs(300), _recs(200, 1) + [encode_example({"id": [1, 2]})]])
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    out, back = tmp_path / "out.parquet", tmp_path / "back.tfrecord"
+    size = sum(os.path.getsize(os.path.join(d, f)) for f in os.listdir(d) if not f.startswith("."))
+    assert main(["records", "to-parquet", d, "-o", str(out), "--batch-rows", "64"]) == 0
+    err = capsys.readouterr().err
+    assert "starting over" in err and f"/{size * 2 / 1000:.1f}k" in err  # bytes; two passes after the restart
+    assert main(["records", "from-parquet", str(out), "-o", str(back)]) == 0
+    assert "0/501 [" in capsys.readouterr().err  # rows
+    assert main(["records", "to-parquet", d, "-o", str(out), "--no-progress", "--infer", "all"]) == 0
+    assert "/" not in capsys.readouterr().err
