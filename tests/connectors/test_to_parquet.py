@@ -223,3 +223,20 @@ def test_progress_bars_on_a_terminal(tmp_path, capsys, monkeypatch):
     assert "0/501 [" in capsys.readouterr().err  # rows
     assert main(["records", "to-parquet", d, "-o", str(out), "--no-progress", "--infer", "all"]) == 0
     assert "/" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("native", [None, False])
+def test_sequence_examples_sampled(tmp_path, native):
+    from tfhadoop.connectors.example import encode_sequence_example
+
+    recs = [encode_sequence_example({"id": ("int64", [i])}, {"steps": [("float", [1.0 * i, 2.0])] * (i % 3),
+                                                            "toks": [("bytes", [b"a"])] * (i % 2)}) for i in range(100)]
+    d = _write(tmp_path, [recs[:60], recs[60:]])
+    kw = {"record_type": "SequenceExample", "batch_rows": 16}
+    sample = pa.Table.from_batches(_batches(d, native, infer="sample", **kw))
+    exact = pa.Table.from_batches(_batches(d, native, infer="all", **kw))
+    assert sample.cast(exact.schema).equals(exact) and sample.schema.field("steps").metadata == {b"tfhadoop.feature_list": b"1"}
+    write_records(os.path.join(d, "part-2.tfrecord"), [encode_sequence_example({"id": ("int64", [1])}, {"steps": [("float", [1.0])]})])
+    with pytest.raises(ar.SchemaDrift, match="part-2.tfrecord: record at offset 0: feature 'steps' has 1 values in step 0 "
+                                             "of record 100 where the schema says 2"):
+        _batches(d, native, infer="sample", **kw)
