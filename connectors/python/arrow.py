@@ -38,6 +38,8 @@ __all__ = [
     "read_table",
     "iter_record_batches",
     "SchemaDrift",
+    "stream_schema",
+    "infer_schema_located",
     "write_table",
     "infer_schema",
     "examples_to_table",
@@ -325,6 +327,33 @@ def stream_schema(paths, record_type: str = "Example", compression: str | None =
     b = _Batches(None, record_type, bytes_as, native, keep=False)
     for _ in _fill(b, paths, compression, 65536, on_bytes, limit):
         pass
+    return b.inferred(), b.rows
+
+
+def infer_schema_located(located, record_type: str = "Example", bytes_as: str = "auto", native=None,
+                         limit: int | None = None) -> tuple[pa.Schema, int]:
+    """:func:`stream_schema` over ``(path, offset, record)`` triples from any reader (e.g. one that
+    skips damage): statistics only, errors name the record's file and offset."""
+    b = _Batches(None, record_type, bytes_as, native, keep=False)
+    chunk, origins = [], []
+
+    def flush():
+        base = b.rows
+        try:
+            b.add(chunk)
+        except ValueError as exc:
+            raise _locate(exc, lambda rec: origins[rec - base]) from None
+        chunk.clear()
+        origins.clear()
+
+    for path, offset, data in located:
+        if limit is not None and b.rows + len(chunk) >= limit:
+            break
+        chunk.append(data)
+        origins.append((path, offset))
+        if len(chunk) >= 8192:
+            flush()
+    flush()
     return b.inferred(), b.rows
 
 

@@ -315,12 +315,14 @@ def _schema(args) -> int:
     files = _files(args)
     if args.record_type == "bytes":
         raise CommandError("schema needs Example or SequenceExample records")
-    if args.skip_corrupt:
-        raise CommandError("schema reads every record: run `verify --skip-corrupt` to find the damage first")
     kind = args.record_type if args.record_type != "auto" else _first_kind(files, args)
     progress = _Progress(files, args)
+    stats = {}
     try:
-        schema, n = ar.stream_schema(files, kind, _compression(args), on_bytes=progress.update, limit=args.limit)
+        if args.skip_corrupt:  # the pure reader resyncs past damage; the statistics stay native
+            schema, n = ar.infer_schema_located(_iterate(files, args, progress, stats), kind, limit=args.limit)
+        else:
+            schema, n = ar.stream_schema(files, kind, _compression(args), on_bytes=progress.update, limit=args.limit)
     except TFRecordError as exc:
         raise CommandError(str(exc)) from None
     except (ExampleDecodeError, ValueError) as exc:
@@ -340,6 +342,7 @@ def _schema(args) -> int:
         "parse_spec": ar.feature_spec(schema, kind),
     }
     print(json.dumps(doc, indent=2))
+    _report_skips(stats)
     return 0
 
 
@@ -434,6 +437,9 @@ def _to_parquet(args) -> int:
     from tfhadoop.connectors import arrow as ar
     from tfhadoop.connectors.errors import TFRecordError
 
+    if args.skip_corrupt:
+        raise CommandError("to-parquet stops at the first damaged record (file and offset named); "
+                           "find the damage with `tfhadoop records verify --skip-corrupt`")
     files = _files(args)
     record_type = "Example" if args.record_type in ("auto", "bytes") else args.record_type
     if args.record_type == "auto":

@@ -240,3 +240,19 @@ def test_sequence_examples_sampled(tmp_path, native):
     with pytest.raises(ar.SchemaDrift, match="part-2.tfrecord: record at offset 0: feature 'steps' has 1 values in step 0 "
                                              "of record 100 where the schema says 2"):
         _batches(d, native, infer="sample", **kw)
+
+
+def test_records_schema_skip_corrupt_and_to_parquet_refuses_it(tmp_path, capsys):
+    import json
+
+    path, offset = _middle_damage(tmp_path, "bad checksum")
+    assert main(["records", "schema", str(tmp_path)]) == 1
+    assert f"{path}: corrupted record at {offset + 12}" in capsys.readouterr().err
+    assert main(["records", "schema", "--skip-corrupt", str(tmp_path)]) == 0
+    out = capsys.readouterr()
+    assert json.loads(out.out)["records"] == 89 and f"{path}: skipped 1 damaged record(s)" in out.err
+    path, offset = _middle_damage(tmp_path, "not an Example")
+    assert main(["records", "schema", "--skip-corrupt", str(tmp_path)]) == 1
+    assert f"{path}: record at offset {offset}: record 42 is not a serialized Example" in capsys.readouterr().err
+    assert main(["records", "to-parquet", "--skip-corrupt", str(tmp_path), "-o", str(tmp_path / "o.parquet")]) == 1
+    assert "verify --skip-corrupt" in capsys.readouterr().err
