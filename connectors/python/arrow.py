@@ -16,6 +16,14 @@ missing non-nullable features rejected; the first problem (record order, then fi
 reported, prefixed by ``PATH: record at offset N:`` when reading files. Inference happens in the
 same pass as decoding.
 
+Streaming over files (:func:`iter_record_batches`) must fix the schema before the first batch is
+handed out. ``infer="all"`` reads every record once for the statistics, then decodes (exact, two
+passes); ``infer="sample"`` infers from the first batch and decodes the rest against that schema in
+the same pass, *strictly*: every column nullable (a later record may lack a feature), and any later
+record that does not fit exactly (another kind, another count, a feature the sample never had, an
+empty list under a scalar, bytes that are not UTF-8 under string) raises :class:`SchemaDrift`
+naming the file and offset. Nothing is converted to fit; the caller starts over with ``"all"``.
+
 The parse spec (:func:`feature_spec`) is plain JSON so it can travel in a manifest;
 :func:`tf_feature_spec` turns it into ``tf.io`` feature objects where TensorFlow is importable.
 """
@@ -29,6 +37,9 @@ from tfhadoop.connectors.example_wire import BYTES, FLOAT, INT64
 __all__ = [
     "read_table",
     "iter_record_batches",
+    "SchemaDrift",
+    "stream_schema",
+    "infer_schema_located",
     "write_table",
     "infer_schema",
     "examples_to_table",
@@ -38,6 +49,11 @@ __all__ = [
 ]
 
 _ARROW = {INT64: pa.int64(), FLOAT: pa.float32(), BYTES: pa.binary()}
+
+
+class SchemaDrift(ValueError):
+    """A record after the sample does not fit the schema inferred from the sample
+    (``infer="sample"``): the schema must be inferred from all records instead."""
 
 
 class _Stats:
@@ -177,16 +193,26 @@ class _Batches:
         self.schema, self.record_type, self.bytes_as, self.keep = schema, record_type, bytes_as, keep
         self.seq = record_type == "SequenceExample"
         self.mod = _use_native(native)
-        self.rows = 0
+        self.rows, self.strict = 0, False
         if self.mod is not None:
-            if schema is None:
-                self.dec = self.mod.Decoder(None, sequence=self.seq, bytes_as=bytes_as)
-            else:
-                fl = [self.seq and _is_feature_list(f) for f in schema]
-                self.dec = self.mod.Decoder(schema.__arrow_c_schema__(), fl, [str(f.type) for f in schema],
-                                            [str(_leaf(f.type)) for f in schema], self.seq, bytes_as)
+            self.dec = self._decoder(schema, False)
         else:
             self.pending, self.stats = [], ({}, {})
+
+    def _decoder(self, schema, strict):
+        if schema is None:
+            return self.mod.Decoder(None, sequence=self.seq, bytes_as=self.bytes_as)
+        fl = [self.seq and _is_feature_list(f) for f in schema]
+        return self.mod.Decoder(schema.__arrow_c_schema__(), fl, [str(f.type) for f in schema],
+                                [str(_leaf(f.type)) for f in schema], self.seq, self.bytes_as, strict)
+
+    def freeze(self, schema: pa.Schema) -> None:
+        """From now on decode strictly against ``schema`` (inferred so far); call between batches."""
+        self.schema, self.strict = schema, True
+        if self.mod is not None:
+            dec = self._decoder(schema, True)
+            dec.rows = self.dec.rows
+            self.dec = dec
 
     def add(self, records: list) -> None:
         if self.mod is not None:
@@ -201,7 +227,7 @@ class _Batches:
             if self.schema is None:
                 _scan(decoded, self.record_type, self.stats, self.rows)
             else:
-                _pure_check(decoded, self.schema, self.record_type, self.rows)
+                _pure_check(decoded, self.schema, self.record_type, self.rows, self.strict)
             if self.keep:
                 self.pending.extend(decoded)
         self.rows += len(records)
@@ -276,46 +302,124 @@ def _with_offsets(paths, compression):
 
 
 def iter_record_batches(paths, schema: pa.Schema | None = None, record_type: str = "Example", compression: str | None = None,
-                        bytes_as: str = "auto", batch_rows: int = 65536, native=None, on_bytes=None):
-    """Record batches of at most ``batch_rows`` rows from TFRecord files, in bounded memory. With
-    ``schema=None`` a first pass infers the schema (keeping no values). Errors name the file and
-    the record's byte offset. ``on_bytes(n)`` is told the framed bytes consumed (progress).
-
-    With the native codec both passes frame, check and decode in Rust (:func:`_framed`): the
-    inference pass reads every record rather than a sample, so the schema holds for all of them
-    and the decode pass can never fail on a record the first pass accepted; it costs one more
-    native read, no Python object per record."""
+                        bytes_as: str = "auto", batch_rows: int = 65536, native=None, on_bytes=None, infer: str = "all"):
+    """Record batches of at most ``batch_rows`` rows from TFRecord files, in bounded memory.
+    Errors name the file and the record's byte offset. ``on_bytes(n)`` is told the framed bytes
+    consumed (progress). With ``schema=None``, ``infer`` says how the schema is found (module
+    docstring): ``"all"``, a first pass over every record keeping no values, so the decode pass
+    never meets a record the schema does not fit; ``"sample"``, the first batch, in one pass, and
+    :class:`SchemaDrift` if a later record does not fit. With the native codec every pass frames,
+    checks and decodes in Rust (:func:`_framed`), no Python object per record."""
+    if infer not in ("all", "sample"):
+        raise ValueError(f"infer must be 'all' or 'sample', not {infer!r}")
+    if schema is None and infer == "sample":
+        yield from _stream_sampled(paths, record_type, compression, bytes_as, batch_rows, native, on_bytes)
+        return
     if schema is None:
         schema = _stream_schema(paths, None, record_type, compression, bytes_as, batch_rows, native, on_bytes)
     yield from _stream(paths, schema, record_type, compression, bytes_as, batch_rows, native, on_bytes)
 
 
+def stream_schema(paths, record_type: str = "Example", compression: str | None = None, bytes_as: str = "auto",
+                  native=None, on_bytes=None, limit: int | None = None) -> tuple[pa.Schema, int]:
+    """(schema inferred from every record of the files, or the first ``limit``; records read):
+    one streaming pass keeping only per-feature statistics, so memory does not grow with the data."""
+    b = _Batches(None, record_type, bytes_as, native, keep=False)
+    for _ in _fill(b, paths, compression, 65536, on_bytes, limit):
+        pass
+    return b.inferred(), b.rows
+
+
+def infer_schema_located(located, record_type: str = "Example", bytes_as: str = "auto", native=None,
+                         limit: int | None = None) -> tuple[pa.Schema, int]:
+    """:func:`stream_schema` over ``(path, offset, record)`` triples from any reader (e.g. one that
+    skips damage): statistics only, errors name the record's file and offset."""
+    b = _Batches(None, record_type, bytes_as, native, keep=False)
+    chunk, origins = [], []
+
+    def flush():
+        base = b.rows
+        try:
+            b.add(chunk)
+        except ValueError as exc:
+            raise _locate(exc, lambda rec: origins[rec - base]) from None
+        chunk.clear()
+        origins.clear()
+
+    for path, offset, data in located:
+        if limit is not None and b.rows + len(chunk) >= limit:
+            break
+        chunk.append(data)
+        origins.append((path, offset))
+        if len(chunk) >= 8192:
+            flush()
+    flush()
+    return b.inferred(), b.rows
+
+
+def _nullable(schema: pa.Schema) -> pa.Schema:
+    return pa.schema([f.with_nullable(True) for f in schema], metadata=schema.metadata)
+
+
+def _stream_sampled(paths, record_type, compression, bytes_as, batch_rows, native, on_bytes):
+    """One pass: the first batch is decoded while inferring, the rest strictly against its schema
+    (made all-nullable). The first batch is held until a second exists, so an input that fits in
+    one batch keeps the exact inferred schema."""
+    b = _Batches(None, record_type, bytes_as, native)
+    held, sample = None, 0
+    try:
+        for _ in _fill(b, paths, compression, batch_rows, on_bytes):
+            batch = b.finish()
+            if not b.strict:
+                held, sample = batch, b.rows
+                b.freeze(_nullable(batch.schema))
+                continue
+            if held is not None:
+                yield pa.RecordBatch.from_arrays(held.columns, schema=b.schema)
+                held = None
+            yield batch
+    except ValueError as exc:
+        if not b.strict or isinstance(exc, _ex.ExampleDecodeError):
+            raise
+        drift = SchemaDrift(f"{exc} (the schema was inferred from the first {sample} records)")
+        drift.record = getattr(exc, "record", None)
+        raise drift from None
+    if held is not None:
+        yield held
+
+
 _CHUNK = 8 << 20  # bytes read per call when the native codec frames the records
 
 
-def _framed(paths, compression, b: _Batches, batch_rows: int, on_bytes):
+def _framed(paths, compression, b: _Batches, batch_rows: int, on_bytes, max_rows=None):
     """Native framing: each file's (decompressed) stream is read in ``_CHUNK`` pieces and handed
     whole to Rust, which frames, checks and decodes the records in place (no Python object per
     record). Yields each time the decoder holds ``batch_rows`` records. Memory stays at one
-    chunk plus one batch. Damage is re-read by the pure reader so its errors are the same."""
+    chunk plus one batch. Damage is re-read by the pure reader so its errors are the same.
+    ``max_rows``: stop after that many records (a schema from the first N)."""
     from tfhadoop.connectors import fileio
     from tfhadoop.connectors.tfrecord import TFRecordReader
 
     limit = batch_rows if b.keep else 1 << 62
+    left = 1 << 62 if max_rows is None else max_rows
     pending = 0
     for path in fileio.expand(paths):
+        if left <= 0:
+            break
         with TFRecordReader(path, compression) as reader:
             stream, buf, base, eof = reader.stream, b"", 0, False
-            while not eof:
+            while not eof and left > 0:
                 piece = stream.read(_CHUNK)
                 eof = not piece
                 buf = buf + piece if buf else piece
                 pos = 0
                 while True:
-                    new, n, bad = b.add_framed(buf, pos, base, limit - pending, path)
+                    new, n, bad = b.add_framed(buf, pos, base, min(limit - pending, left), path)
                     if on_bytes is not None and new > pos:
                         on_bytes(new - pos)
-                    pos, pending = new, pending + n
+                    pos, pending, left = new, pending + n, left - n
+                    if left <= 0:
+                        break
                     if pending >= limit:
                         yield
                         pending = 0
@@ -340,7 +444,7 @@ def _raise_damage(path: str, tail: bytes, offset: int):
     raise RuntimeError(f"{path}: the native framer stopped at offset {offset} but the reference reader found no damage")
 
 
-def _chunked(paths, compression, b: _Batches, batch_rows: int, on_bytes):
+def _chunked(paths, compression, b: _Batches, batch_rows: int, on_bytes, max_rows=None):
     """The pure reader's twin of :func:`_framed`, with the same yields: records framed in Python
     are handed to ``b`` in chunks of ``batch_rows``; a decode error names the record's file and
     offset."""
@@ -360,6 +464,8 @@ def _chunked(paths, compression, b: _Batches, batch_rows: int, on_bytes):
         origins.clear()
 
     for path, offset, data in _with_offsets(paths, compression):
+        if max_rows is not None and b.rows + len(chunk) >= max_rows:
+            break
         chunk.append(data)
         origins.append((path, offset))
         if len(chunk) >= batch_rows:
@@ -372,11 +478,11 @@ def _chunked(paths, compression, b: _Batches, batch_rows: int, on_bytes):
         yield
 
 
-def _fill(b: _Batches, paths, compression, batch_rows: int, on_bytes):
+def _fill(b: _Batches, paths, compression, batch_rows: int, on_bytes, max_rows=None):
     """Records into ``b``, yielding whenever it holds a batch: native framing when built."""
     if b.mod is not None:
-        return _framed(paths, compression, b, batch_rows, on_bytes)
-    return _chunked(paths, compression, b, batch_rows, on_bytes)
+        return _framed(paths, compression, b, batch_rows, on_bytes, max_rows)
+    return _chunked(paths, compression, b, batch_rows, on_bytes, max_rows)
 
 
 def _stream(paths, schema, record_type, compression, bytes_as, batch_rows, native, on_bytes, keep=True):
@@ -468,13 +574,13 @@ class _FieldRule:
             if self.leaf_name == "uint64":
                 self.range = (0, (1 << 63) - 1)
 
-    def check(self, kind, values, rec, step=None):
+    def check(self, kind, values, rec, step=None, strict=False):
         name = self.name
         if kind is not None and kind != self.kind:
             raise _decode_error(f"feature '{name}' in record {rec} holds {kind} values but the schema says {self.type_name}", rec, False)
         n = len(values)
         want = 1 if self.scalar and not self.seq else self.size
-        if want is not None and n != want and not (n == 0 and self.scalar and self.nullable and step is None):
+        if want is not None and n != want and not (n == 0 and self.scalar and self.nullable and step is None and not strict):
             at = f"step {step} of record {rec}" if step is not None else f"record {rec}"
             says = "one" if self.scalar and not self.seq else str(want)
             raise _decode_error(f"feature '{name}' has {n} values in {at} where the schema says {says}", rec, False)
@@ -497,13 +603,20 @@ def _rules(schema, record_type):
     return [_FieldRule(f, seq and _is_feature_list(f)) for f in schema]
 
 
-def _pure_check(decoded, schema, record_type, base):
-    """Row by row, field by field: the first problem wins, as in the native decoder."""
+def _pure_check(decoded, schema, record_type, base, strict=False):
+    """Row by row, field by field: the first problem wins, as in the native decoder. ``strict``:
+    a feature the schema does not name, or an empty list under a scalar, is an error too."""
     rules = _rules(schema, record_type)
     seq = record_type == "SequenceExample"
+    known = ({r.name for r in rules if not r.seq}, {r.name for r in rules if r.seq})
     for i, row in enumerate(decoded):
         rec = base + i
         context, lists = row if seq else (row, {})
+        if strict:
+            for what, names, have in (("feature", context, known[0]), ("feature list", lists, known[1])):
+                for name in names:
+                    if name not in have:
+                        raise _decode_error(f"{what} '{name}' in record {rec} is not in the schema", rec, False)
         for rule in rules:
             got = (lists if rule.seq else context).get(rule.name)
             if got is None:
@@ -511,9 +624,9 @@ def _pure_check(decoded, schema, record_type, base):
                     raise _decode_error(f"feature '{rule.name}' is missing from record {rec} but the schema says not null", rec, False)
             elif rule.seq:
                 for s, (kind, values) in enumerate(got):
-                    rule.check(kind, values, rec, s)
+                    rule.check(kind, values, rec, s, strict)
             else:
-                rule.check(got[0], got[1], rec)
+                rule.check(got[0], got[1], rec, None, strict)
 
 
 def _pure_batch(decoded, schema, record_type) -> pa.RecordBatch:

@@ -59,7 +59,9 @@ def register(subparsers) -> None:
     schema = common(sub.add_parser("schema", help="infer the Arrow schema and the tf.io parse spec",
                                    description="Decode records and print, as JSON, the Arrow schema inferred from all "
                                                "of them (or the first --limit) and the feature spec for "
-                                               "tf.io.parse_example derived from it."), record_type=True)
+                                               "tf.io.parse_example derived from it. One streaming pass over all "
+                                               "files that keeps per-feature statistics only: memory does not grow "
+                                               "with the data."), record_type=True)
     schema.add_argument("-n", "--limit", type=int, default=None, help="look at the first N records only")
     schema.add_argument("--no-progress", action="store_true", help="no progress bar even on a terminal")
     schema.set_defaults(func=_schema)
@@ -87,12 +89,19 @@ def register(subparsers) -> None:
 
     to_pq = common(sub.add_parser("to-parquet", help="convert TFRecord files to one Parquet file (streaming)",
                                   description="Decode every record (natively) into Arrow batches and write them to one "
-                                              "Parquet file, in bounded memory. Without --schema-from, a first pass "
-                                              "infers the schema from all records (keeping no values). The output "
+                                              "Parquet file, in bounded memory, in one pass: the schema is inferred "
+                                              "from the first batch (every column nullable) and each later record "
+                                              "must fit it exactly; if one does not, that is said on stderr and the "
+                                              "conversion starts over with the schema inferred from all records "
+                                              "(--infer all does that from the start: two passes). Dictionary "
+                                              "encoding only for columns whose first batch repeats values. The output "
                                               "appears only when complete."), record_type=True)
     to_pq.add_argument("-o", "--output", required=True, help="Parquet file to write")
     to_pq.add_argument("--batch-rows", type=int, default=65536, help="rows per batch / row group (default 65536)")
     to_pq.add_argument("--schema-from", metavar="PARQUET", help="take the schema from this Parquet file (skips inference)")
+    to_pq.add_argument("--infer", default="sample", choices=["sample", "all"],
+                       help="schema from the first batch, checked against every later record (default), or from "
+                            "all records in a first pass")
     to_pq.add_argument("--parquet-compression", default="zstd", help="Parquet codec (default zstd)")
     to_pq.add_argument("--no-progress", action="store_true", help="no progress bar even on a terminal")
     to_pq.set_defaults(func=_to_parquet)
@@ -143,7 +152,8 @@ def _reader(path, args):
 class _Progress:
     """A bytes progress bar on stderr, only when stdout is a terminal (and tqdm is there)."""
 
-    def __init__(self, files, args, enabled=True):
+    def __init__(self, files, args, enabled=True, rows=None):
+        """A bar over the bytes of ``files``, or over ``rows`` rows when given."""
         self.bar = None
         if not enabled or getattr(args, "no_progress", False) or not sys.stdout.isatty():
             return
@@ -153,6 +163,9 @@ class _Progress:
             from tfhadoop.connectors import compression as comp
             from tfhadoop.connectors import fileio
         except ImportError:
+            return
+        if rows is not None:
+            self.bar = tqdm(total=rows, unit="rows", file=sys.stderr, leave=False, dynamic_ncols=True)
             return
         total = 0
         for f in files:
@@ -296,35 +309,31 @@ def _count(args) -> int:
 
 def _schema(args) -> int:
     from tfhadoop.connectors import arrow as ar
+    from tfhadoop.connectors.errors import TFRecordError
     from tfhadoop.connectors.example import ExampleDecodeError
 
     files = _files(args)
+    if args.record_type == "bytes":
+        raise CommandError("schema needs Example or SequenceExample records")
+    kind = args.record_type if args.record_type != "auto" else _first_kind(files, args)
     progress = _Progress(files, args)
-    records, kind = [], None
+    stats = {}
     try:
-        for path, offset, data in _iterate(files, args, progress):
-            k = _record_type(data, args.record_type)
-            if k == "bytes":
-                raise CommandError("schema needs Example or SequenceExample records")
-            if kind is None:
-                kind = k
-            elif k != kind and args.record_type == "auto":
-                kind = "SequenceExample" if "SequenceExample" in (k, kind) else kind
-            if k == "bytes?":
-                raise CommandError(f"{path}: the record at {offset} is not a serialized Example or SequenceExample")
-            records.append(data)
-            if args.limit is not None and len(records) >= args.limit:
-                break
-    finally:
-        progress.close()
-    kind = kind if kind in ("Example", "SequenceExample") else "Example"
-    try:
-        schema = ar.infer_schema(records, kind)
+        if args.skip_corrupt:  # the pure reader resyncs past damage; the statistics stay native
+            schema, n = ar.infer_schema_located(_iterate(files, args, progress, stats), kind, limit=args.limit)
+        else:
+            schema, n = ar.stream_schema(files, kind, _compression(args), on_bytes=progress.update, limit=args.limit)
+    except TFRecordError as exc:
+        raise CommandError(str(exc)) from None
     except (ExampleDecodeError, ValueError) as exc:
         raise CommandError(f"cannot infer a schema: {exc}") from None
+    except OSError as exc:
+        raise CommandError(str(exc)) from None
+    finally:
+        progress.close()
     doc = {
         "record_type": kind,
-        "records": len(records),
+        "records": n,
         "files": len(files),
         "arrow_schema": [
             {"name": f.name, "type": str(f.type), "nullable": f.nullable}
@@ -333,7 +342,18 @@ def _schema(args) -> int:
         "parse_spec": ar.feature_spec(schema, kind),
     }
     print(json.dumps(doc, indent=2))
+    _report_skips(stats)
     return 0
+
+
+def _first_kind(files, args) -> str:
+    """--record-type auto: SequenceExample if the first record has feature lists, else Example."""
+    for path, offset, data in _iterate(files, args):
+        k = _record_type(data, "auto")
+        if k == "bytes?":
+            raise CommandError(f"{path}: the record at {offset} is not a serialized Example or SequenceExample")
+        return k
+    return "Example"
 
 
 def _verify(args) -> int:
@@ -417,30 +437,31 @@ def _to_parquet(args) -> int:
     from tfhadoop.connectors import arrow as ar
     from tfhadoop.connectors.errors import TFRecordError
 
+    if args.skip_corrupt:
+        raise CommandError("to-parquet stops at the first damaged record (file and offset named); "
+                           "find the damage with `tfhadoop records verify --skip-corrupt`")
     files = _files(args)
     record_type = "Example" if args.record_type in ("auto", "bytes") else args.record_type
     if args.record_type == "auto":
-        first = next((d for _, _, d in _iterate(files[:1], args)), None)
-        record_type = "SequenceExample" if first is not None and _record_type(first, "auto") == "SequenceExample" else "Example"
+        record_type = _first_kind(files[:1], args)
     schema = pq.read_schema(args.schema_from) if args.schema_from else None
     progress = _Progress(files, args)
-    if progress.bar is not None and progress.bar.total and schema is None:
+    infer = args.infer
+    if progress.bar is not None and progress.bar.total and schema is None and infer == "all":
         progress.bar.total *= 2  # two passes
     tmp = f"{args.output}.tmp-{os.getpid()}"
-    rows = 0
     try:
-        batches = _ahead(ar.iter_record_batches(files, schema, record_type, _compression(args), batch_rows=args.batch_rows,
-                                                on_bytes=progress.update))
-        writer = None
         try:
-            for batch in batches:
-                if writer is None:
-                    writer = pq.ParquetWriter(tmp, batch.schema, compression=args.parquet_compression)
-                writer.write_batch(batch)
-                rows += batch.num_rows
-        finally:
-            if writer is not None:
-                writer.close()
+            rows = _write_parquet(tmp, files, schema, record_type, infer, args, progress)
+        except ar.SchemaDrift as exc:
+            msg = f"tfhadoop: {exc}; inferring the schema from all records and starting over"
+            if progress.bar is not None:
+                progress.bar.write(msg, file=sys.stderr)
+            else:
+                print(msg, file=sys.stderr)
+            if progress.bar is not None:  # two more passes over the input
+                progress.bar.reset(progress.bar.total * 2 if progress.bar.total else None)
+            rows = _write_parquet(tmp, files, schema, record_type, "all", args, progress)
         _publish(tmp, args.output)
     except (TFRecordError, ValueError, TypeError) as exc:
         raise CommandError(str(exc).splitlines()[0]) from None
@@ -452,6 +473,49 @@ def _to_parquet(args) -> int:
             os.unlink(tmp)
     print(f"{args.output}: {rows} rows ({record_type}) from {len(files)} file(s)")
     return 0
+
+
+def _write_parquet(tmp, files, schema, record_type, infer, args, progress) -> int:
+    """Decode (in a thread, :func:`_ahead`) and write every batch to ``tmp``; returns the rows."""
+    import pyarrow.parquet as pq
+
+    from tfhadoop.connectors import arrow as ar
+
+    rows, writer = 0, None
+    batches = _ahead(ar.iter_record_batches(files, schema, record_type, _compression(args), batch_rows=args.batch_rows,
+                                            on_bytes=progress.update, infer=infer))
+    try:
+        for batch in batches:
+            if writer is None:
+                writer = pq.ParquetWriter(tmp, batch.schema, compression=args.parquet_compression,
+                                          use_dictionary=_dictionary_columns(batch))
+            writer.write_batch(batch)
+            rows += batch.num_rows
+    finally:
+        batches.close()
+        if writer is not None:
+            writer.close()
+    return rows
+
+
+def _dictionary_columns(batch, ratio: float = 0.5) -> list[str]:
+    """Parquet column paths worth dictionary encoding: those whose first batch holds at most
+    ``ratio`` distinct values per value. pyarrow tries a dictionary for every column by default,
+    and on high-cardinality ids and floats that attempt costs more than all the rest of the
+    Parquet encoding (BENCHMARKS.md, issue 16) while the pages come out no smaller."""
+    import pyarrow.compute as pc
+
+    from tfhadoop.connectors.arrow import _is_list
+
+    paths = []
+    for field, col in zip(batch.schema, batch.columns):
+        depth, values = 0, col
+        while _is_list(values.type):
+            values, depth = values.flatten(), depth + 1
+        values = values.slice(0, 1 << 16)
+        if len(values) and pc.count_distinct(values).as_py() <= ratio * len(values):
+            paths.append(field.name + ".list.element" * depth)
+    return paths
 
 
 def _ahead(gen, depth: int = 2):
@@ -507,10 +571,7 @@ def _from_parquet(args) -> int:
         sources = [pq.ParquetFile(p) for p in args.paths]
     except (OSError, ValueError) as exc:
         raise CommandError(str(exc).splitlines()[0]) from None
-    progress = _Progress([], args)
-    if progress.bar is not None:
-        progress.bar.total = sum(s.metadata.num_rows for s in sources)
-        progress.bar.unit, progress.bar.unit_scale = "rows", False
+    progress = _Progress([], args, rows=sum(s.metadata.num_rows for s in sources))
     ext = "".join(s for s in (".gz", ".zz", ".zlib") if args.output.endswith(s))
     tmp = f"{args.output}.tmp-{os.getpid()}{ext}"
     compression = None if args.compression == "auto" else args.compression

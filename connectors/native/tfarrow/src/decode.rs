@@ -120,6 +120,7 @@ pub struct Spec {
     pub type_name: String,        // the Arrow type as pyarrow prints it, for messages
     pub leaf_name: String,
     pub field: Field,
+    pub empty_is_null: bool,      // an empty value list under a nullable scalar is null (not strict)
 }
 
 /// Parse a schema field; `seq` says it is a SequenceExample feature list.
@@ -145,7 +146,7 @@ pub fn spec_of(field: &Field, seq: bool, type_name: String, leaf_name: String) -
         _ => return Err(unsupported()),
     };
     let leaf = Leaf::from_type(leaf_t).ok_or_else(unsupported)?;
-    Ok(Spec { leaf, shape, outer_large, nullable: field.is_nullable(), type_name, leaf_name, field: field.clone() })
+    Ok(Spec { leaf, shape, outer_large, nullable: field.is_nullable(), type_name, leaf_name, field: field.clone(), empty_is_null: true })
 }
 
 pub struct Col {
@@ -278,7 +279,7 @@ impl Col {
                 Shape::List { .. } => None,
             };
             if let Some(m) = want {
-                if n != m && !(n == 0 && s.shape == Shape::Scalar && s.nullable && step.is_none()) {
+                if n != m && !(n == 0 && s.shape == Shape::Scalar && s.nullable && s.empty_is_null && step.is_none()) {
                     let says = if s.shape == Shape::Scalar { "one".to_string() } else { m.to_string() };
                     let at = match step {
                         Some(st) => format!("step {} of record {}", st, rec),
@@ -335,6 +336,7 @@ pub struct Decoder {
     pub cols: Vec<Col>,
     index: HashMap<Vec<u8>, usize>,
     infer: bool,
+    strict: bool, // with a schema: a feature it does not name is an error, not ignored
     sequence: bool,
     bytes_as: String,
     pub rows_total: usize,
@@ -352,10 +354,19 @@ pub struct Decoder {
 
 impl Decoder {
     pub fn new(specs: Option<Vec<(Spec, bool)>>, sequence: bool, bytes_as: String) -> Decoder {
+        Decoder::with_strict(specs, sequence, bytes_as, false)
+    }
+
+    /// `strict` (with a schema): features the schema does not name, and empty value lists under
+    /// scalar columns, are schema errors instead of being ignored / read as null. Used after a
+    /// schema inferred from a sample, so every later record must fit it exactly.
+    pub fn with_strict(specs: Option<Vec<(Spec, bool)>>, sequence: bool, bytes_as: String, strict: bool) -> Decoder {
         let infer = specs.is_none();
+        let strict = strict && !infer;
         let mut cols = Vec::new();
         let mut index = HashMap::new();
-        for (spec, seq) in specs.unwrap_or_default() {
+        for (mut spec, seq) in specs.unwrap_or_default() {
+            spec.empty_is_null = !strict;
             let name = spec.field.name().clone();
             index.insert(name.as_bytes().to_vec(), cols.len());
             cols.push(Col::new(name, seq, Some(spec)));
@@ -364,6 +375,7 @@ impl Decoder {
             cols,
             index,
             infer,
+            strict,
             sequence,
             bytes_as,
             rows_total: 0,
@@ -514,7 +526,19 @@ impl Decoder {
             let e = wire::delimited(buf, &mut pos, end)?;
             if field == 1 {
                 let col = match wire::map_entry(buf, pos, e, &mut self.entry_values)? {
-                    Some(key) => self.column(key, seq),
+                    Some(key) => {
+                        let c = self.column(key, seq);
+                        if c.is_none() && self.strict {
+                            let what = if seq { "feature list" } else { "feature" };
+                            return Err(DErr::Schema(format!(
+                                "{} '{}' in record {} is not in the schema",
+                                what,
+                                String::from_utf8_lossy(key),
+                                self.rows_total
+                            )));
+                        }
+                        c
+                    }
                     None => None, // kept out of the map by upb: only validated
                 };
                 // a replaced entry is still parsed (validated), like upb does
@@ -652,7 +676,7 @@ impl Decoder {
         } else {
             Field::new(&col.name, inner, nullable)
         };
-        Ok(Spec { leaf, shape, outer_large: false, nullable, type_name: String::new(), leaf_name: String::new(), field })
+        Ok(Spec { leaf, shape, outer_large: false, nullable, type_name: String::new(), leaf_name: String::new(), field, empty_is_null: true })
     }
 
     /// The schema inferred so far (inference mode).

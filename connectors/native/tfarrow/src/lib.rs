@@ -52,8 +52,9 @@ impl Decoder {
     /// schema: an arrow_schema capsule (None: infer); feature_lists / type_names / leaf_names:
     /// one entry per schema field (which are SequenceExample feature lists; the types as
     /// pyarrow prints them, for messages).
+    /// strict: see decode::Decoder::with_strict (a schema inferred from a sample).
     #[new]
-    #[pyo3(signature = (schema=None, feature_lists=None, type_names=None, leaf_names=None, sequence=false, bytes_as="auto".to_string()))]
+    #[pyo3(signature = (schema=None, feature_lists=None, type_names=None, leaf_names=None, sequence=false, bytes_as="auto".to_string(), strict=false))]
     fn new(
         schema: Option<&Bound<PyCapsule>>,
         feature_lists: Option<Vec<bool>>,
@@ -61,6 +62,7 @@ impl Decoder {
         leaf_names: Option<Vec<String>>,
         sequence: bool,
         bytes_as: String,
+        strict: bool,
     ) -> PyResult<Self> {
         let specs = match schema {
             None => None,
@@ -78,7 +80,7 @@ impl Decoder {
                 Some(specs)
             }
         };
-        Ok(Decoder { inner: decode::Decoder::new(specs, sequence, bytes_as), sequence })
+        Ok(Decoder { inner: decode::Decoder::with_strict(specs, sequence, bytes_as, strict), sequence })
     }
 
     /// Decode serialized records (a list of bytes). Raises DecodeError(message, record, malformed).
@@ -164,6 +166,12 @@ impl Decoder {
     #[getter]
     fn rows(&self) -> usize {
         self.inner.rows_total
+    }
+
+    /// Continue record numbering (messages) from another decoder's count.
+    #[setter]
+    fn set_rows(&mut self, rows: usize) {
+        self.inner.rows_total = rows;
     }
 
     /// (arrow_schema, arrow_array) capsules of the struct array of this batch; starts a new batch.
