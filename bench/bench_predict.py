@@ -42,6 +42,23 @@ def session(cores: int):
             .config("spark.driver.memory", "4g").getOrCreate())
 
 
+def naive_udf(folder: str):
+    """The scoring UDF a user writes first: a pandas UDF that loads the SavedModel in every batch."""
+    import numpy as np
+    import pandas as pd
+    from pyspark.sql import functions as F
+
+    def naive(x: pd.Series) -> pd.Series:
+        import tensorflow as tf
+
+        fn = tf.saved_model.load(folder).signatures["serving_default"]
+        arr = np.stack(x.to_numpy()).astype(np.float32)
+        return pd.Series(fn(x=tf.constant(arr))["score"].numpy()[:, 0])
+
+    naive.__annotations__ = {"x": pd.Series, "return": pd.Series}  # real types: this module defers annotations
+    return F.pandas_udf(naive, "float")
+
+
 def timed(fn) -> float:
     t0 = time.perf_counter()
     fn()
@@ -63,7 +80,6 @@ def main() -> int:
     opts = ap.parse_args()
 
     import numpy as np
-    import pandas as pd
     from pyspark.sql import functions as F
 
     from tfhadoop import Model
@@ -81,14 +97,7 @@ def main() -> int:
     warm.write.format("noop").mode("overwrite").save()  # Python workers start, TF imported, model loaded
     t_ours = min(timed(lambda: model.transform(df).write.format("noop").mode("overwrite").save()) for _ in range(2))
 
-    @F.pandas_udf("float")
-    def naive(x: pd.Series) -> pd.Series:
-        import tensorflow as tf
-
-        fn = tf.saved_model.load(folder).signatures["serving_default"]  # every batch, as a naive UDF does
-        arr = np.stack(x.to_numpy()).astype(np.float32)
-        return pd.Series(fn(x=tf.constant(arr))["score"].numpy()[:, 0])
-
+    naive = naive_udf(folder)
     small = df.limit(opts.naive_rows).repartition(parts).cache()
     small.count()
     small.select("id", naive("x").alias("prediction")).write.format("noop").mode("overwrite").save()  # warm

@@ -1,9 +1,9 @@
 """The dataset ``Trainer.fit`` trains on: exported from a table or DataFrame, or an earlier export
 of the same source reused.
 
-"Unchanged source with the same options" is a fingerprint: a SHA-256 over the source (the table
-name, or the DataFrame's canonical plan), every input file's path, size and modification time,
-and the export options. ``fit`` records it in the manifest (``fit.fingerprint``); a later ``fit``
+"Unchanged source with the same options" is a fingerprint: a SHA-256 over the DataFrame's
+canonical plan (a table name is read as ``spark.table(name)``, so both spellings agree), every
+input file's path, size and modification time, and the export options. ``fit`` records it in the manifest (``fit.fingerprint``); a later ``fit``
 whose fingerprint matches a complete export's manifest trains on that export instead of
 writing a new one. A source whose rows cannot be pinned down by its files (in-memory rows, an
 RDD, a UDF, a nondeterministic expression) has no fingerprint and is exported every time.
@@ -65,16 +65,16 @@ def _plan_text(df) -> str | None:
     return re.sub(r"#\d+L?", "", plan.canonicalized().toString())
 
 
-def fingerprint(df, source: dict, options: dict) -> str | None:
-    """SHA-256 of the source, its input files (path, size, mtime) and the export options; None
-    when the source cannot be fingerprinted (exported every time)."""
+def fingerprint(df, options: dict) -> str | None:
+    """SHA-256 of the DataFrame's plan, its input files (path, size, mtime) and the export
+    options; None when the source cannot be fingerprinted (exported every time)."""
     text = _plan_text(df)
     if text is None:
         return None
     files = sorted(df.inputFiles())
     if not files and "Range" not in text and "OneRowRelation" not in text:
         return None
-    state = {"source": source, "plan": text, "files": _files_state(df.sparkSession, files), "options": options,
+    state = {"plan": text, "files": _files_state(df.sparkSession, files), "options": options,
              "version": 1}
     return hashlib.sha256(json.dumps(state, sort_keys=True, default=str).encode()).hexdigest()
 
@@ -131,7 +131,7 @@ def export_or_reuse(spark, source, label: str, options: dict, dataset: str | Non
         df, described = spark.table(source), {"table": source}
     else:
         df, described = source, {"dataframe": True}
-    fp = fingerprint(df, described, {**opts, "label": label})
+    fp = fingerprint(df, {**opts, "label": label})
     url = dataset or default_dataset_dir(default_fs, user, fp)
     before = _read_manifest(spark, url) if _exists(spark, url) else None
     if fp and before and (before.get("fit") or {}).get("fingerprint") == fp:

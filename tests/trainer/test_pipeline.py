@@ -51,7 +51,7 @@ def fitted(spark, hadoop_cluster, features):
     from tfhadoop import Trainer
 
     run = hadoop_cluster.hdfs_url(f"/tmp/pipeline-tests/run-{uuid.uuid4().hex[:8]}")
-    spec = dict(model="trainer_test_models:linear", python_path=[str(HERE)], label="y", workers=1, ps=1,
+    spec = dict(model="pipeline_test_models:linear", python_path=[str(HERE)], label="y", workers=1, ps=1,
                 epochs=2, batch_size=32, task_records=300, worker_memory="1g", ps_memory="1g",
                 checkpoint_dir=f"{run}/ckpt", export_dir=f"{run}/model")
     out = io.StringIO()
@@ -119,7 +119,7 @@ def test_dataframe_fingerprint_is_stable_and_refuses_unpinned_sources(spark, fea
     from tfhadoop.spark.reuse import fingerprint
 
     def fp(df):
-        return fingerprint(df, {"dataframe": True}, {"shards": 1})
+        return fingerprint(df, {"shards": 1})
 
     a = fp(spark.table(features).filter("id > 5").select("id", "x"))
     assert a is not None and a == fp(spark.table(features).filter("id > 5").select("id", "x"))
