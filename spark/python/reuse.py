@@ -87,11 +87,8 @@ def _read_manifest(spark, url: str) -> dict | None:
     if not fs.exists(path) or not fs.exists(jvm.org.apache.hadoop.fs.Path(root, "_SUCCESS")):
         return None
     stream = fs.open(path)
-    try:
-        data = bytearray()
-        buf = bytearray(1 << 16)
-        while (n := stream.read(buf)) > 0:
-            data.extend(buf[:n])
+    try:  # one byte[] across py4j (a Python buffer passed to read() would come back unfilled)
+        data = jvm.org.apache.commons.io.IOUtils.toByteArray(stream)
     finally:
         stream.close()
     return json.loads(bytes(data))
