@@ -226,4 +226,5 @@ def test_predict_under_spark_submit_files_to_files(spark, hadoop_cluster, featur
     direct = {r.id: r.prediction for r in model.transform(spark.read.parquet(src)).collect()}
     assert all(abs(r.prediction - direct[r.id]) < 1e-5 for r in scored)
     again = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
-    assert again.returncode == 1 and "exists already; pass --mode overwrite" in again.stderr, again.stderr[-2000:]
+    said = again.stdout + again.stderr  # spark-submit merges the Python driver's stderr into its stdout
+    assert again.returncode == 1 and "exists already; pass --mode overwrite" in said, said[-2000:]
