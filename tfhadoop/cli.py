@@ -22,6 +22,7 @@ COMMANDS = {
     "cluster": ("tfhadoop.yarn.cluster_cli", "run the embedded single-host Hadoop cluster (HDFS + YARN)"),
     "records": ("tfhadoop.connectors.records_cli", "read, inspect and verify TFRecord files"),
     "export": ("tfhadoop.spark.export", "export a Hive table, query or files as a sharded TFRecord dataset"),
+    "predict": ("tfhadoop.spark.predict", "score a Hive table or files with a SavedModel on Spark executors"),
     "demo": ("tfhadoop.demo", "run the main job end to end on the embedded cluster"),
     "train": ("tfhadoop.trainer.train_cli", "train a model on YARN: parameter servers + workers, survives preemption"),
     "status": ("tfhadoop.trainer.status_cli", "state, progress and events of a training application"),

@@ -255,8 +255,9 @@ def _shard_count(records: int, opts: ExportOptions, fraction: float) -> int:
     return max(1, min(n, records)) if records else 1
 
 
-def run_export(spark, opts: ExportOptions) -> dict:
-    """Runs the export; returns the manifest it wrote."""
+def run_export(spark, opts: ExportOptions, manifest_extra: dict | None = None) -> dict:
+    """Runs the export; returns the manifest it wrote. ``manifest_extra``: keys added to the
+    manifest (``Trainer.fit`` records its source fingerprint there, written with the rest)."""
     from pyspark.sql import functions as F
 
     t0 = time.monotonic()
@@ -300,6 +301,7 @@ def run_export(spark, opts: ExportOptions) -> dict:
         if total == 0:
             raise CommandError("the export produced no records: the input is empty (nothing written)")
         manifest = _manifest(opts, source, profile, files, split_info, time.monotonic() - t0, exact, original_schema)
+        manifest.update(manifest_extra or {})
         _write_text(out, spark._jvm.org.apache.hadoop.fs.Path(staging, MANIFEST), json.dumps(manifest, indent=2))
         out.fs.create(spark._jvm.org.apache.hadoop.fs.Path(staging, "_SUCCESS"), True).close()
         if out.fs.exists(out.root):

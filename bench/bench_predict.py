@@ -1,0 +1,139 @@
+"""Scoring throughput (rows/s) of ``Model.transform`` (Arrow batches, the SavedModel loaded once per
+executor process) vs a naive pandas UDF that loads the SavedModel in every batch, vs tf-keras
+``model.predict`` in this one process on the same rows.
+
+    .venv/bin/python bench/bench_predict.py [--rows 400000] [--cores 2] [--width 32] [--hidden 256]
+
+Spark runs local[--cores] on this host; the model is an MLP (width -> hidden -> hidden -> 1) saved
+as a SavedModel on local disk. Each Spark variant scores a cached DataFrame into the ``noop``
+sink (no output I/O); the local variant runs ``predict`` on the rows as one numpy array. "Per
+core": Spark rows/s / --cores against local rows/s / the cores the local process kept busy (its
+CPU time / wall time).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import sys
+import tempfile
+import time
+
+os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+
+def build_model(folder: str, width: int, hidden: int) -> None:
+    import tf_keras
+
+    x = tf_keras.Input((width,), name="x")
+    h = tf_keras.layers.Dense(hidden, activation="relu")(x)
+    h = tf_keras.layers.Dense(hidden, activation="relu")(h)
+    out = tf_keras.layers.Dense(1, activation="sigmoid", name="score")(h)
+    tf_keras.Model({"x": x}, out).save(folder, save_format="tf")
+
+
+def session(cores: int):
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    return (SparkSession.builder.master(f"local[{cores}]").appName("bench-predict")
+            .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", str(cores * 4))
+            .config("spark.driver.memory", "4g").getOrCreate())
+
+
+def naive_udf(folder: str):
+    """The scoring UDF a user writes first: a pandas UDF that loads the SavedModel in every batch."""
+    import numpy as np
+    import pandas as pd
+    from pyspark.sql import functions as F
+
+    def naive(x: pd.Series) -> pd.Series:
+        import tensorflow as tf
+
+        fn = tf.saved_model.load(folder).signatures["serving_default"]
+        arr = np.stack(x.to_numpy()).astype(np.float32)
+        return pd.Series(fn(x=tf.constant(arr))["score"].numpy()[:, 0])
+
+    naive.__annotations__ = {"x": pd.Series, "return": pd.Series}  # real types: this module defers annotations
+    return F.pandas_udf(naive, "float")
+
+
+def timed(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def cpu_seconds() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", type=int, default=400_000)
+    ap.add_argument("--cores", type=int, default=2)
+    ap.add_argument("--width", type=int, default=32)
+    ap.add_argument("--hidden", type=int, default=256)
+    ap.add_argument("--naive-rows", type=int, default=100_000, help="rows for the slow naive UDF")
+    opts = ap.parse_args()
+
+    import numpy as np
+    from pyspark.sql import functions as F
+
+    from tfhadoop import Model
+
+    folder = tempfile.mkdtemp(prefix="bench-predict-model-")
+    build_model(folder, opts.width, opts.hidden)
+    spark = session(opts.cores)
+    parts = opts.cores * 4
+    df = spark.range(0, opts.rows, numPartitions=parts).select(
+        "id", F.array(*[F.rand(seed=i).cast("float") for i in range(opts.width)]).alias("x")).cache()
+    df.count()
+
+    model = Model("file://" + folder)
+    warm = model.transform(df.limit(1000))
+    warm.write.format("noop").mode("overwrite").save()  # Python workers start, TF imported, model loaded
+    t_ours = min(timed(lambda: model.transform(df).write.format("noop").mode("overwrite").save()) for _ in range(2))
+
+    naive = naive_udf(folder)
+    small = df.limit(opts.naive_rows).repartition(parts).cache()
+    small.count()
+    small.select("id", naive("x").alias("prediction")).write.format("noop").mode("overwrite").save()  # warm
+    t_naive = timed(lambda: small.select("id", naive("x").alias("prediction")).write.format("noop")
+                    .mode("overwrite").save())
+
+    rows = df.select("x").toArrow() if hasattr(df, "toArrow") else None
+    if rows is not None:
+        x = rows.column(0).combine_chunks()
+        x = x.flatten().to_numpy().reshape(len(x), opts.width).astype(np.float32)
+    else:
+        x = np.array(df.select("x").toPandas()["x"].tolist(), dtype=np.float32)
+    import tf_keras
+
+    keras_model = tf_keras.models.load_model(folder)
+    keras_model.predict(x[:20000], batch_size=10000, verbose=0)  # warm (graph tracing)
+    c0, w0 = cpu_seconds(), time.perf_counter()
+    keras_model.predict(x, batch_size=10000, verbose=0)
+    t_local = time.perf_counter() - w0
+    local_cores = (cpu_seconds() - c0) / t_local
+
+    ours, naive_rps, local = opts.rows / t_ours, opts.naive_rows / t_naive, opts.rows / t_local
+    load = open("/proc/loadavg").read().split()[:3]
+    print(f"rows {opts.rows}, MLP {opts.width}->{opts.hidden}->{opts.hidden}->1, local[{opts.cores}], "
+          f"load average {' '.join(load)}")
+    print(f"transform (mapInArrow, load once/process): {ours:,.0f} rows/s ({t_ours:.2f} s); "
+          f"model loads {model.model_loads}")
+    print(f"naive pandas UDF (load per batch):        {naive_rps:,.0f} rows/s ({t_naive:.2f} s for "
+          f"{opts.naive_rows} rows)")
+    print(f"model.predict, one local process:         {local:,.0f} rows/s ({t_local:.2f} s, "
+          f"{local_cores:.2f} cores busy)")
+    print(f"transform / naive UDF: {ours / naive_rps:.1f}x; transform / local: {ours / local:.2f}x; "
+          f"per core: {(ours / opts.cores) / (local / max(local_cores, 1e-9)):.2f}x (target >= 0.8)")
+    spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

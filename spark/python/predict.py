@@ -1,0 +1,467 @@
+"""Scoring a DataFrame with a SavedModel on the Spark executors: ``Model.transform`` and
+``tfhadoop predict`` (also a ``spark-submit`` job file).
+
+    spark-submit --jars jars/tfhadoop-0.1.0.jar spark/python/predict.py --model hdfs:///models/ctr \\
+        --table features.today --output-table scores.today
+
+Why it is built this way:
+- The driver loads the model once to read its serving signature: every input is matched to the
+  column of the same name, its type and width checked, and the output schema fixed, so a
+  missing or mistyped column is an error before any task runs.
+- The SavedModel goes to the executors as one broadcast tar (no HDFS client or credentials needed
+  there) and is loaded once per Python worker process (``_LOADED``; Spark reuses its workers),
+  not per batch; ``model_loads`` counts the loads.
+- Rows travel as Arrow batches (``mapInArrow``); an array or ML vector column feeds a
+  ``[None, k]`` input as one (rows, k) array, no per-row Python.
+- One column per model output: a single output is ``prediction_col``; several are named after
+  the signature's output keys. A scalar output ((n,) or (n, 1)) is a number column, a wider one
+  an array column.
+"""
+from __future__ import annotations
+
+import argparse
+import io
+import logging
+import os
+import shutil
+import sys
+import tarfile
+import tempfile
+import uuid
+from dataclasses import dataclass
+
+from tfhadoop.errors import CommandError
+
+log = logging.getLogger(__name__)
+
+SIGNATURE = "serving_default"
+_LOADED: dict = {}  # (model key) -> the serving function, per Python worker process
+
+
+@dataclass(frozen=True)
+class Feed:
+    """How one model input is fed: from ``column``, ``width`` values per row (None: a scalar),
+    reshaped to ``shape`` (the input's shape after the batch dimension), as numpy ``dtype``."""
+
+    name: str
+    column: str
+    width: int | None
+    shape: tuple
+    dtype: str
+
+
+@dataclass(frozen=True)
+class Output:
+    """One model output: its signature key, the column it becomes, scalar or array, numpy dtype."""
+
+    key: str
+    column: str
+    scalar: bool
+    dtype: str
+
+
+# -- the model, on the driver --------------------------------------------------------------------
+
+def fetch_model(spark, url: str, local: str) -> str:
+    """Copy the SavedModel directory at ``url`` (any Hadoop file system, scheme-less paths on
+    fs.defaultFS) to ``local`` (which must not exist); returns the qualified URL."""
+    jvm = spark._jvm
+    path = jvm.org.apache.hadoop.fs.Path(url)
+    fs = path.getFileSystem(spark._jsc.hadoopConfiguration())
+    path = fs.makeQualified(path)
+    if not fs.exists(path):
+        raise CommandError(f"--model {url}: no such directory ({path})")
+    if not fs.exists(jvm.org.apache.hadoop.fs.Path(path, "saved_model.pb")):
+        raise CommandError(f"--model {url}: not a SavedModel directory (no saved_model.pb in {path})")
+    fs.copyToLocalFile(False, path, jvm.org.apache.hadoop.fs.Path("file://" + local), True)
+    return path.toString()
+
+
+def _tar(folder: str) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        tar.add(folder, arcname=".")
+    return buf.getvalue()
+
+
+def _serving(folder: str):
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import tensorflow as tf
+
+    loaded = tf.saved_model.load(folder)
+    if SIGNATURE not in loaded.signatures:
+        raise CommandError(f"the SavedModel has no {SIGNATURE!r} signature (signatures: "
+                           f"{', '.join(loaded.signatures) or 'none'})")
+    return loaded.signatures[SIGNATURE]
+
+
+def signature_specs(fn) -> tuple[dict, dict]:
+    """({input name: TensorSpec}, {output key: TensorSpec}) of a serving function."""
+    inputs = dict(fn.structured_input_signature[1])
+    outputs = dict(fn.structured_outputs)
+    return inputs, outputs
+
+
+def _describe_column(t) -> str:
+    return t.simpleString()
+
+
+def plan_feeds(schema, inputs: dict, where: str) -> tuple[list[Feed], dict]:
+    """Each model input matched to the column of its name, type and width checked; returns the
+    feeds and {column: "vector"} for ML vector columns the driver turns into arrays first.
+    Raises CommandError naming every problem at once."""
+    from pyspark.sql.types import (
+        ArrayType,
+        BinaryType,
+        BooleanType,
+        ByteType,
+        DoubleType,
+        FloatType,
+        IntegerType,
+        LongType,
+        ShortType,
+        StringType,
+    )
+
+    from tfhadoop.spark.export import is_vector
+
+    numeric = (ByteType, ShortType, IntegerType, LongType, FloatType, DoubleType, BooleanType)
+    types = {f.name: f.dataType for f in schema.fields}
+    columns = ", ".join(f"{f.name} {_describe_column(f.dataType)}" for f in schema.fields)
+    feeds, vectors, problems = [], {}, []
+    for name, spec in sorted(inputs.items()):
+        shape = tuple(spec.shape.as_list()[1:]) if spec.shape.rank is not None else None
+        is_string = spec.dtype.name == "string"
+        want = f"{'string' if is_string else spec.dtype.name} {list(shape) if shape is not None else '[?]'}"
+        if name not in types:
+            problems.append(f"the model needs column {name!r} ({want}), which {where} does not have")
+            continue
+        t = types[name]
+        elem, width = t, None
+        if is_vector(t):
+            vectors[name] = "vector"
+            elem = DoubleType()
+        elif isinstance(t, ArrayType):
+            elem = t.elementType
+        if is_vector(t) or isinstance(t, ArrayType):
+            width = -1  # per row: checked against the input's shape on the executors
+        ok_type = isinstance(elem, (StringType, BinaryType)) if is_string else isinstance(elem, numeric)
+        if shape is None:
+            problems.append(f"model input {name!r} has no known rank; cannot feed it from a column")
+            continue
+        size = 1
+        for d in shape:
+            size = size * d if d is not None and size is not None else None
+        if width is None and size != 1:
+            ok_type = False  # a scalar column cannot feed a wider input
+        if width is not None:
+            if len(shape) == 0:
+                ok_type = False  # an array column cannot feed a scalar input
+            width = size  # None: any length, equal within a batch
+        if not ok_type:
+            problems.append(f"column {name!r} is {_describe_column(t)} but the model input {name!r} is {want}")
+            continue
+        dtype = "object" if is_string else spec.dtype.as_numpy_dtype.__name__
+        feeds.append(Feed(name, name, width, shape, dtype))
+    if problems:
+        raise CommandError("; ".join(problems) + f" (columns: {columns})")
+    return feeds, vectors
+
+
+def plan_outputs(outputs: dict, prediction_col: str, existing: list[str]) -> list[Output]:
+    """One column per output: ``prediction_col`` for a single output, else the output keys."""
+    out = []
+    for key, spec in sorted(outputs.items()):
+        dims = spec.shape.as_list()[1:] if spec.shape.rank is not None else None
+        scalar = dims is not None and (dims == [] or dims == [1])
+        column = prediction_col if len(outputs) == 1 else key
+        if column in existing:
+            raise CommandError(f"the output column {column!r} exists in the input already; "
+                               f"{'pick another --prediction-col' if len(outputs) == 1 else 'rename the input column'}")
+        dtype = spec.dtype.as_numpy_dtype.__name__ if spec.dtype.name != "string" else "object"
+        out.append(Output(key, column, scalar, dtype))
+    return out
+
+
+def _spark_type(o: Output):
+    from pyspark.sql.types import (
+        ArrayType,
+        BinaryType,
+        BooleanType,
+        DoubleType,
+        FloatType,
+        IntegerType,
+        LongType,
+    )
+
+    leaf = {"float32": FloatType(), "float16": FloatType(), "float64": DoubleType(), "int32": IntegerType(),
+            "int64": LongType(), "bool": BooleanType(), "object": BinaryType()}.get(o.dtype)
+    if leaf is None:
+        raise CommandError(f"model output {o.key!r} has dtype {o.dtype}, which has no Spark column type")
+    return leaf if o.scalar else ArrayType(leaf, containsNull=False)
+
+
+# -- on the executors -----------------------------------------------------------------------------
+
+def _model(key: str, payload, loads) -> object:
+    fn = _LOADED.get(key)
+    if fn is None:
+        folder = tempfile.mkdtemp(prefix="tfhadoop-model-")
+        with tarfile.open(fileobj=io.BytesIO(payload.value), mode="r") as tar:
+            tar.extractall(folder, filter="data")
+        fn = _serving(folder)
+        base = key.split("#", 1)[0]
+        for old in [k for k in _LOADED if k.split("#", 1)[0] == base]:  # an earlier Scorer of the same model
+            del _LOADED[old]
+        _LOADED[key] = fn
+        loads.add(1)
+    return fn
+
+
+def _column_array(batch, feed: Feed):
+    """The batch's column as a numpy array of (rows, *feed.shape); nulls and ragged rows are errors."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    arr = batch.column(batch.schema.get_field_index(feed.column))
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if arr.null_count:
+        raise ValueError(f"column {feed.column!r} has {arr.null_count} null values in a batch; "
+                         f"the model input {feed.name!r} needs a value in every row (filter or fill them first)")
+    n = len(arr)
+    if feed.width is None:
+        values = arr.to_numpy(zero_copy_only=False)
+        return values.astype(feed.dtype, copy=False).reshape((n, *feed.shape))
+    lengths = pc.list_value_length(arr).to_numpy(zero_copy_only=False)
+    flat = arr.flatten()
+    if flat.null_count:
+        raise ValueError(f"column {feed.column!r} holds null elements; the model input {feed.name!r} cannot take them")
+    want = feed.width if feed.width is not None else (int(lengths[0]) if n else 0)
+    bad = np.nonzero(lengths != want)[0]
+    if len(bad):
+        raise ValueError(f"column {feed.column!r}: a row has {int(lengths[bad[0]])} values but the model input "
+                         f"{feed.name!r} takes {want} ({list(feed.shape)})")
+    values = flat.to_numpy(zero_copy_only=False).astype(feed.dtype, copy=False)
+    shape = tuple(want if d is None else d for d in feed.shape)
+    return values.reshape((n, *shape))
+
+
+def _to_arrow(values, o: Output):
+    import numpy as np
+    import pyarrow as pa
+
+    values = np.asarray(values)
+    if values.dtype == np.float16:  # Spark has no half floats: float32, as the schema says
+        values = values.astype(np.float32)
+    n = values.shape[0]
+    if o.scalar:
+        return pa.array(values.reshape(n))
+    flat = values.reshape(n, -1)
+    offsets = np.arange(0, flat.size + 1, flat.shape[1] if n else 1, dtype=np.int32)[: n + 1]
+    return pa.ListArray.from_arrays(pa.array(offsets), pa.array(flat.reshape(-1)))
+
+
+def score_batches(batches, key: str, payload, loads, feeds: list[Feed], outputs: list[Output]):
+    """``mapInArrow`` function: the input batches with one column per model output appended."""
+    import pyarrow as pa
+    import tensorflow as tf
+
+    fn = _model(key, payload, loads)
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        result = fn(**{f.name: tf.constant(_column_array(batch, f)) for f in feeds})
+        cols = list(batch.columns) + [_to_arrow(result[o.key].numpy(), o) for o in outputs]
+        yield pa.RecordBatch.from_arrays(cols, names=batch.schema.names + [o.column for o in outputs])
+
+
+# -- transform ------------------------------------------------------------------------------------
+
+class Scorer:
+    """A SavedModel ready to score DataFrames of one Spark session: fetched and inspected once,
+    broadcast once; ``model_loads`` counts the executor-side loads."""
+
+    def __init__(self, spark, url: str):
+        self.spark, self.url = spark, url
+        self.local = tempfile.mkdtemp(prefix="tfhadoop-model-driver-")
+        folder = os.path.join(self.local, "model")
+        self.qualified = fetch_model(spark, url, folder)
+        self.inputs, self.outputs = signature_specs(_serving(folder))
+        self.key = f"{self.qualified}#{uuid.uuid4().hex}"
+        self.payload = spark.sparkContext.broadcast(_tar(folder))
+        self.model_loads = spark.sparkContext.accumulator(0)
+
+    def transform(self, df, prediction_col: str = "prediction", where: str = "the DataFrame"):
+        """``df`` with one column per model output; checked on the driver before any task runs."""
+        from pyspark.ml.functions import vector_to_array
+        from pyspark.sql import functions as F
+        from pyspark.sql.types import StructField, StructType
+
+        feeds, vectors = plan_feeds(df.schema, self.inputs, where)
+        outputs = plan_outputs(self.outputs, prediction_col, df.columns)
+        if vectors:  # ML vectors as float arrays, so the executors read plain Arrow lists
+            df = df.select(*[vector_to_array(F.col(f"`{c}`")).alias(c) if c in vectors else F.col(f"`{c}`")
+                             for c in df.columns])
+        schema = StructType(list(df.schema.fields) + [StructField(o.column, _spark_type(o), nullable=False)
+                                                      for o in outputs])
+        key, payload, loads = self.key, self.payload, self.model_loads
+
+        def fn(batches):
+            return score_batches(batches, key, payload, loads, feeds, outputs)
+
+        return df.mapInArrow(fn, schema)
+
+    def close(self) -> None:
+        shutil.rmtree(self.local, ignore_errors=True)
+
+
+# -- command line (tfhadoop predict, and spark-submit predict.py) ---------------------------------
+
+WRITE_MODES = ("errorifexists", "overwrite", "append")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", required=True, help="SavedModel directory (hdfs://..., /path, file:///...), "
+                                                  "e.g. the --export-dir of `tfhadoop train`")
+    src = p.add_argument_group("input (exactly one)")
+    src.add_argument("--table", help="a Hive table, db.table")
+    src.add_argument("--query", help="a Spark SQL query")
+    src.add_argument("--input", help="files or a directory (local file:///... or hdfs://)")
+    src.add_argument("--input-format", default="parquet", help="parquet | orc | csv | json | tfrecord (default parquet)")
+    dst = p.add_argument_group("output (exactly one)")
+    dst.add_argument("--output-table", help="a Hive table to write, db.table")
+    dst.add_argument("--output", help="a directory to write")
+    dst.add_argument("--output-format", default="parquet", help="parquet | orc | json | csv (default parquet)")
+    p.add_argument("--mode", default="errorifexists", choices=WRITE_MODES,
+                   help="when the output exists: errorifexists (default), overwrite or append")
+    p.add_argument("--prediction-col", default="prediction",
+                   help="column of a single-output model's scores (several outputs: one column per output key)")
+    p.add_argument("--master", help="Spark master: local[N] (default local[2]) or yarn")
+
+
+@dataclass(frozen=True)
+class _Source:  # what export.load_source reads
+    table: str | None
+    query: str | None
+    input: str | None
+    input_format: str
+
+
+def check_output(spark, args) -> None:
+    """An existing output table or directory is refused unless --mode overwrite/append: before
+    any work, not after the scoring ran."""
+    if bool(args.output_table) == bool(args.output):
+        raise CommandError("give exactly one of --output-table or --output")
+    if args.mode != "errorifexists":
+        return
+    if args.output_table:
+        if spark.catalog.tableExists(args.output_table):
+            raise CommandError(f"--output-table {args.output_table} exists already; pass --mode overwrite to "
+                               "replace it (or --mode append)")
+        return
+    jvm = spark._jvm
+    path = jvm.org.apache.hadoop.fs.Path(args.output)
+    fs = path.getFileSystem(spark._jsc.hadoopConfiguration())
+    if fs.exists(path):
+        raise CommandError(f"--output {fs.makeQualified(path)} exists already; pass --mode overwrite to replace it "
+                           "(or --mode append)")
+
+
+def run_predict(spark, args) -> dict:
+    """Score the input with the model and write the output; returns counts for the summary."""
+    from tfhadoop.spark.export import load_source
+
+    sources = [s for s in (args.table, args.query, args.input) if s]
+    if len(sources) != 1:
+        raise CommandError("give exactly one of --table, --query or --input")
+    check_output(spark, args)
+    source = load_source(spark, _Source(args.table, args.query, args.input, args.input_format))
+    where = (f"--table {args.table}" if args.table else f"--input {args.input}" if args.input else "the --query")
+    scorer = Scorer(spark, args.model)
+    try:
+        scored = scorer.transform(source, args.prediction_col, where)
+        writer = scored.write.mode(args.mode)
+        if args.output_table:
+            writer.saveAsTable(args.output_table)
+        else:
+            writer.format(args.output_format).save(args.output)
+    finally:
+        scorer.close()
+    columns = [c for c in scored.columns if c not in source.columns]
+    return {"columns": columns, "model_loads": scorer.model_loads.value}
+
+
+DESCRIPTION = """Score a Hive table, query or files with a SavedModel on the Spark executors (the model
+loaded once per executor process, Arrow batches) and write the input's columns plus one column
+per model output to a Hive table or files. Model inputs are matched to columns by name; a
+missing or mistyped column, or an output that exists without --mode overwrite/append, is an
+error before any scoring runs."""
+EPILOG = """example: tfhadoop predict --model hdfs:///models/ctr/2026-11-23 --table features.ctr_today
+    --output-table scores.ctr_today --mode overwrite"""
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("predict", help="score a Hive table or files with a SavedModel on Spark executors",
+                              description=DESCRIPTION, epilog=EPILOG,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(p)
+    p.set_defaults(func=_cli)
+
+
+def _session(args):
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active, False
+    hive = bool(args.table or args.query or args.output_table)
+    if os.environ.get("PYSPARK_GATEWAY_PORT"):  # under spark-submit: its master, jars and conf rule
+        b = SparkSession.builder.appName("tfhadoop-predict")
+        return (b.enableHiveSupport() if hive else b).getOrCreate(), True
+    from tfhadoop.spark.session import get_session
+
+    extra = {"spark.executor.memory": "2g", "spark.executor.instances": "2"} if args.master == "yarn" else {}
+    return get_session("tfhadoop-predict", master=args.master, hive=hive, extra_conf=extra), True
+
+
+def _cli(args) -> int:
+    from tfhadoop.trainer import console
+
+    with console.stderr_to(None if getattr(args, "verbose", False) else console.log_path("predict")):
+        spark, owned = _session(args)
+        try:
+            info = run_predict(spark, args)
+        finally:
+            if owned:
+                spark.stop()
+    target = f"table {args.output_table}" if args.output_table else f"{args.output} ({args.output_format})"
+    print(f"scored with {args.model}: wrote {target} with column(s) {', '.join(info['columns'])}; "
+          f"model loaded {info['model_loads']} time(s) on the executors")
+    return 0
+
+
+def main(argv=None) -> int:
+    """Entry point for ``spark-submit --jars jars/tfhadoop-*.jar spark/python/predict.py ...``."""
+    p = argparse.ArgumentParser(prog="predict.py", description=DESCRIPTION, epilog=EPILOG,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(p)
+    args = p.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        spark, owned = _session(args)
+        try:
+            info = run_predict(spark, args)
+        finally:
+            if owned:
+                spark.stop()
+    except CommandError as exc:
+        print(f"predict: error: {exc}", file=sys.stderr)
+        return 1
+    print(f"scored with {args.model}: column(s) {', '.join(info['columns'])}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
