@@ -1,4 +1,4 @@
-"""When checkpoints are taken and how a step budget cuts the last wave: pure logic, fake clock."""
+"""When checkpoints are taken and how a step budget cuts the last task: pure logic, fake clock."""
 from __future__ import annotations
 
 import os
@@ -16,18 +16,21 @@ class Clock:
         return self.now
 
 
-def test_without_steps_or_seconds_every_wave_is_checkpointed():
+def test_without_steps_or_seconds_every_completed_task_is_checkpointed():
     policy = CheckpointPolicy()
     assert policy.due(1) and policy.due(1000)
-    assert policy.wave_tasks(8, steps_per_task=10) == 8
+    policy.saved(1000)
+    assert not policy.due(1000)  # nothing trained since: no second save
+    assert policy.steps_until_due(1000) is None
 
 
-def test_checkpoint_by_steps_rounds_to_waves_small_enough():
+def test_checkpoint_by_steps_bounds_what_is_scheduled():
     policy = CheckpointPolicy(steps=25)
-    assert policy.wave_tasks(8, steps_per_task=10) == 3  # 30 steps per wave: the interval is 30, not 80
+    assert policy.steps_until_due(0) == 25 and policy.steps_until_due(20) == 5
     assert not policy.due(20)
     assert policy.due(25)
-    policy.saved(30)
+    policy.saved(30)  # a task crossing the boundary ran whole
+    assert policy.steps_until_due(30) == 25
     assert not policy.due(50) and policy.due(55)
 
 

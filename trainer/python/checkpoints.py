@@ -10,7 +10,6 @@ restarted coordinator resumes the epoch exactly where the checkpoint left it.
 from __future__ import annotations
 
 import json
-import math
 import os
 import shutil
 import time
@@ -19,22 +18,22 @@ from tfhadoop.trainer import hdfs_io
 
 
 class CheckpointPolicy:
-    """A checkpoint after every wave of tasks, or once ``steps`` steps or ``secs`` seconds passed
-    since the last one (whichever is given; both may be). Checked between waves, so the interval
-    is rounded up to whole waves; ``wave_tasks`` keeps waves small enough for ``steps``."""
+    """A checkpoint once ``steps`` steps or ``secs`` seconds passed since the last one (whichever
+    is given; both may be), or after every completed task when neither is. Checked as tasks
+    complete; the coordinator schedules no task past the step a checkpoint is due at
+    (:meth:`steps_until_due`), so a checkpoint by steps falls on a task boundary."""
 
     def __init__(self, steps: int | None = None, secs: float | None = None, clock=time.monotonic):
         self.steps, self.secs, self.clock = steps, secs, clock
         self.last_steps, self.last_time = 0, clock()
 
-    def wave_tasks(self, default: int, steps_per_task: int) -> int:
-        if self.steps:
-            return max(1, min(default, math.ceil(self.steps / max(steps_per_task, 1))))
-        return default
+    def steps_until_due(self, steps: int) -> int | None:
+        """Steps left before a checkpoint by steps is due (None: not checkpointing by steps)."""
+        return self.last_steps + self.steps - steps if self.steps else None
 
     def due(self, steps: int) -> bool:
         if not self.steps and not self.secs:
-            return True
+            return steps > self.last_steps
         return bool((self.steps and steps - self.last_steps >= self.steps)
                     or (self.secs and self.clock() - self.last_time >= self.secs))
 
