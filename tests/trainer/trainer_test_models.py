@@ -34,7 +34,7 @@ def make_examples(n: int, seed: int):
 
 
 def write_dataset(url: str, train_shards=(600, 600, 600, 600), eval_records=400, compression="gzip",
-                  split: bool = True) -> dict:
+                  split: bool = True, index_interval: int = 1 << 20) -> dict:
     """A dataset as the export job writes it (shards, _SUCCESS, _tfhadoop.json), uploaded to
     ``url`` on HDFS (or written to the local folder ``url``). ``split=False``: as exported
     without ``--split`` (no split names, no eval shard). Returns the manifest."""
@@ -54,7 +54,7 @@ def write_dataset(url: str, train_shards=(600, 600, 600, 600), eval_records=400,
         x, y = make_examples(n, seed=i)
         write_records(os.path.join(local, name),
                       (encode_example({"x": [float(v) for v in xi], "y": [float(yi)]}) for xi, yi in zip(x, y)),
-                      compression=comp)
+                      compression=comp, index_interval=index_interval)
         files.append({"path": name, "records": n, "bytes": os.path.getsize(os.path.join(local, name)), "split": split})
     splits = {}
     for f in files:

@@ -13,7 +13,6 @@ import importlib
 import json
 import os
 import re
-import shutil
 import sys
 import time
 import traceback
@@ -195,9 +194,9 @@ def run(job: dict, cluster: dict, work: str, app=None) -> dict:
     task_fn = build_task_fn(strategy, model, manifest.parse_spec, job["label"], job["batch_size"], manifest.compression)
 
     checkpoints = HdfsCheckpoints(tf.train.Checkpoint(model=model, optimizer=model.optimizer),
-                                  job["checkpoint_dir"], work, keep=job.get("keep_checkpoints", 5))
+                                  job["checkpoint_dir"], keep=job.get("keep_checkpoints", 5))
     ckpt_url = checkpoints.url
-    summaries = Summaries(work, f"{ckpt_url}/tensorboard")
+    summaries = Summaries(f"{ckpt_url}/{protocol.TENSORBOARD_DIR}")
     state = checkpoints.restore() or {"epoch": 0, "ledger": None, "steps": 0, "history": []}
     if state["steps"]:
         print(f"restored checkpoint: epoch {state['epoch']}, step {state['steps']}, "
@@ -322,11 +321,8 @@ def run(job: dict, cluster: dict, work: str, app=None) -> dict:
         values = plain.evaluate(ds, verbose=0, return_dict=True)
         metrics["eval"] = {k: float(v) for k, v in values.items()}
         summaries.scalars("eval", state["steps"], metrics["eval"])
-    local_export = os.path.join(work, "export")
-    shutil.rmtree(local_export, ignore_errors=True)
-    plain.save(local_export, save_format="tf")
-    hdfs_io.publish_dir(local_export, job["export_dir"])
-    summaries.sync()
+    hdfs_io.publish(lambda staged: plain.save(staged, save_format="tf"), job["export_dir"])
+    summaries.close()
     hdfs_io.write_bytes(protocol.job_file(ckpt_url, protocol.METRICS_FILE), json.dumps(metrics, indent=1).encode())
     progress.put(protocol.KV_METRICS, metrics)
     return metrics
