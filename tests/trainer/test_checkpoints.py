@@ -186,14 +186,18 @@ def test_tensorflow_writes_checkpoints_events_and_the_export_straight_to_hdfs(ha
     assert store.restore() == {"steps": 3} and v.numpy().tolist() == [3.0, -3.0]
 
     summaries = Summaries(f"{url}/tensorboard")
+
+    def scalars():
+        files = sorted(tf.io.gfile.glob(f"{url}/tensorboard/train/events.out.tfevents.*"))
+        return len(files), [(e.step, float(tf.make_ndarray(x.tensor))) for f in files
+                            for e in tf.compat.v1.train.summary_iterator(f) for x in e.summary.value]
+
     summaries.scalars("train", 7, {"loss": 0.5})
-    summaries.sync()  # visible on HDFS before the writer closes (hsync)
-    events = tf.io.gfile.glob(f"{url}/tensorboard/train/events.out.tfevents.*")
-    assert len(events) == 1
-    values = [(e.step, float(tf.make_ndarray(x.tensor))) for e in tf.compat.v1.train.summary_iterator(events[0])
-              for x in e.summary.value]
-    assert values == [(7, 0.5)]
+    summaries.sync()  # at a checkpoint: visible on HDFS while the job goes on
+    assert scalars() == (1, [(7, 0.5)])
+    summaries.scalars("train", 9, {"loss": 0.25})
     summaries.close()
+    assert scalars() == (2, [(7, 0.5), (9, 0.25)])
 
     module = tf.Module()
     module.v = v
