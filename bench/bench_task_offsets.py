@@ -9,7 +9,8 @@
 Prints the first and last task of a shard (time ratio last/first; target <= 1.2 after) and the
 epoch time (every task of every shard, one after the other, each a fresh pipeline as a closure
 is) over the same records cut into shards of 10k, 100k and 1M records (target: flat). The skip
-path's epoch over 1M-record shards is estimated from every 50th task (it is quadratic).
+paths' epochs over 100k- and 1M-record shards are estimated from every 10th / 50th task (evenly
+spread over the shard, so the mean cost is the epoch's; the full run is quadratic).
 
     .venv/bin/python bench/bench_task_offsets.py [--records 1000000] [--task-records 1000]
 """
@@ -26,19 +27,24 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from benchcluster import bench_cluster
 
 
-def write_shards(url, records, per_shard, compression):
-    """Shards of ``per_shard`` records written straight to HDFS by our writer (it adds the index
-    sidecar to uncompressed files); a record is an Example of 4 int64 and 4 float features."""
+def encoded(records):
+    """The bench's records, encoded once (the same bytes in every layout): an Example of 4 int64
+    and 4 float features, ~80 bytes framed."""
     from tfhadoop.connectors.example import encode_example
+
+    return [encode_example({"id": [j, j % 1000, 7, 11], "x": [0.5 * j, 1.0, 2.0, 3.0]}) for j in range(records)]
+
+
+def write_shards(url, data, per_shard, compression):
+    """Shards of ``per_shard`` records written straight to HDFS by our writer (it adds the index
+    sidecar to uncompressed files)."""
     from tfhadoop.connectors.tfrecord import write_records
 
     ext = ".tfrecord.gz" if compression else ".tfrecord"
     shards = []
-    for i in range(records // per_shard):
+    for i in range(len(data) // per_shard):
         path = f"{url}/part-{i:05d}{ext}"
-        base = i * per_shard
-        write_records(path, (encode_example({"id": [base + j, j, 7, 11], "x": [0.5 * j, 1.0, 2.0, 3.0]})
-                             for j in range(per_shard)), compression=compression)
+        write_records(path, data[i * per_shard:(i + 1) * per_shard], compression=compression)
         shards.append(path)
     return shards
 
@@ -80,7 +86,8 @@ def main() -> int:
     ap.add_argument("--records", type=int, default=1_000_000)
     ap.add_argument("--task-records", type=int, default=1000)
     ap.add_argument("--shard-sizes", default="10000,100000,1000000")
-    ap.add_argument("--sample-every", type=int, default=50, help="skip path on the largest shards: time every Nth task")
+    ap.add_argument("--sample-every", default="10000:1,100000:10,1000000:50",
+                    help="skip paths: time every Nth task of shards of that size (their epoch is quadratic)")
     args = ap.parse_args()
     with bench_cluster():
         import uuid
@@ -95,19 +102,21 @@ def main() -> int:
                  ("before: gzip, skip from shard start", "gzip", False),
                  ("before: uncompressed, skip from shard start", None, False)]
         sizes = [int(s) for s in args.shard_sizes.split(",")]
+        every = {int(k): int(v) for k, v in (p.split(":") for p in args.sample_every.split(","))}
+        data = encoded(args.records)
         rows = []
         for per_shard in sizes:
             for label, comp, indexed in modes:
                 url = f"{root}/{per_shard}-{comp or 'none'}"
                 t0 = time.perf_counter()
-                shards = write_shards(url, args.records, per_shard, comp)
+                shards = write_shards(url, data, per_shard, comp)
                 written = time.perf_counter() - t0
                 task = reader({"gzip": "GZIP"}.get(comp, ""))
                 tasks = [t for s in shards for t in plan(s, per_shard, args.task_records, indexed)]
                 task(*tasks[0])  # trace the function once
                 first = min(task(*tasks[0]) for _ in range(3))
                 last = min(task(*tasks[len(tasks) // len(shards) - 1]) for _ in range(3))
-                sample = args.sample_every if (not indexed and per_shard >= 1_000_000) else 1
+                sample = 1 if indexed else every.get(per_shard, 1)
                 t0 = time.perf_counter()
                 timed = tasks[::sample]
                 for t in timed:
