@@ -58,7 +58,7 @@ class JobSpec:
     steps: int | None = None  # train this many steps (batches) in all, then stop
     batch_size: int = 64
     task_records: int = 1000
-    checkpoint_tasks: int = 8  # tasks per wave (the coordinator syncs between waves)
+    checkpoint_tasks: int = 8  # unused since the coordinator runs no waves; kept so older job specs load
     checkpoint_steps: int | None = None  # a checkpoint once this many steps passed since the last
     checkpoint_secs: float | None = None  # ... or seconds; neither given: every 60 s
     keep_checkpoints: int = 5  # latest + this many - 1 older ones on HDFS
