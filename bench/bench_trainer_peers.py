@@ -100,7 +100,8 @@ def run_local(args) -> dict:
     files = sorted(os.path.join(args.folder, f) for f in os.listdir(args.folder) if f.endswith(".tfrecord"))
     times = EpochTimes()
     m = model()
-    m.fit(dataset(files, args.batch_size), epochs=args.epochs, verbose=0, callbacks=[times.callback])
+    m.fit(dataset(files, args.batch_size).repeat(), epochs=args.epochs, steps_per_epoch=args.records // args.batch_size,
+          verbose=0, callbacks=[times.callback])
     return {"epoch_s": [e - b for b, e in zip(times.begin, times.end)], "loss": times.loss}
 
 
@@ -144,7 +145,9 @@ def pss_cluster(workers: int):
 
     cluster = {"ps": [f"127.0.0.1:{free_port()}"], "worker": [f"127.0.0.1:{free_port()}" for _ in range(workers)],
                "chief": [f"127.0.0.1:{free_port()}"]}
-    procs = [subprocess.Popen([sys.executable, "-m", "tfhadoop.trainer.server", json.dumps(cluster), role, str(i)],
+    serve = "import json, sys; from tfhadoop.trainer import server; " \
+            "server.start(json.loads(sys.argv[1]), sys.argv[2], int(sys.argv[3])).join()"
+    procs = [subprocess.Popen([sys.executable, "-c", serve, json.dumps(cluster), role, str(i)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
              for role in ("ps", "worker") for i in range(len(cluster[role]))]
     return cluster, procs
