@@ -91,7 +91,8 @@ def main():
 
     def run_epoch():
         t0 = time.perf_counter()
-        results = [coord.schedule(task_fn, args=(tf.constant(p), tf.constant(s, tf.int64), tf.constant(c, tf.int64)))
+        results = [coord.schedule(task_fn, args=(tf.constant(p), tf.constant(0, tf.int64), tf.constant(s, tf.int64),
+                                                  tf.constant(c, tf.int64)))  # offset 0: skip from the start
                    for p, s, c in tasks]
         coord.join()
         n = sum(int(r.fetch()[0]) for r in results)

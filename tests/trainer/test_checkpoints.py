@@ -1,7 +1,9 @@
-"""When checkpoints are taken and how a step budget cuts the last wave: pure logic, fake clock."""
+"""When checkpoints are taken and how a step budget cuts the last task: pure logic, fake clock."""
 from __future__ import annotations
 
 import os
+
+import pytest
 
 from tfhadoop.trainer.checkpoints import CheckpointPolicy
 from tfhadoop.trainer.coordinator import training_done, within_step_budget
@@ -16,18 +18,21 @@ class Clock:
         return self.now
 
 
-def test_without_steps_or_seconds_every_wave_is_checkpointed():
+def test_without_steps_or_seconds_every_completed_task_is_checkpointed():
     policy = CheckpointPolicy()
     assert policy.due(1) and policy.due(1000)
-    assert policy.wave_tasks(8, steps_per_task=10) == 8
+    policy.saved(1000)
+    assert not policy.due(1000)  # nothing trained since: no second save
+    assert policy.steps_until_due(1000) is None
 
 
-def test_checkpoint_by_steps_rounds_to_waves_small_enough():
+def test_checkpoint_by_steps_bounds_what_is_scheduled():
     policy = CheckpointPolicy(steps=25)
-    assert policy.wave_tasks(8, steps_per_task=10) == 3  # 30 steps per wave: the interval is 30, not 80
+    assert policy.steps_until_due(0) == 25 and policy.steps_until_due(20) == 5
     assert not policy.due(20)
     assert policy.due(25)
-    policy.saved(30)
+    policy.saved(30)  # a task crossing the boundary ran whole
+    assert policy.steps_until_due(30) == 25
     assert not policy.due(50) and policy.due(55)
 
 
@@ -83,7 +88,12 @@ class LocalHdfs:
             with open(url, "wb") as f:
                 f.write(data)
 
+        def read_bytes(url):
+            with open(url, "rb") as f:
+                return f.read()
+
         for name, fn in {"exists": os.path.exists, "upload_dir": upload_dir, "write_bytes": write_bytes,
+                         "read_bytes": read_bytes,
                          "download_dir": lambda url, local: shutil.copytree(url, local),
                          "delete": lambda url: shutil.rmtree(url, ignore_errors=True), "rename": os.rename,
                          "list_names": lambda url: os.listdir(url) if os.path.isdir(url) else []}.items():
@@ -113,7 +123,7 @@ def test_saves_keep_latest_and_a_bounded_history(tmp_path, monkeypatch):
 
     LocalHdfs(monkeypatch)
     url, ckpt = str(tmp_path / "hdfs" / "ckpt"), FakeTfCheckpoint()
-    store = HdfsCheckpoints(ckpt, url, str(tmp_path / "work"), keep=3)
+    store = HdfsCheckpoints(ckpt, url, keep=3)
     assert store.restore() is None
     for step in range(1, 6):
         ckpt.value = step
@@ -128,7 +138,7 @@ def test_a_save_stopped_between_its_renames_is_restored_and_finished(tmp_path, m
 
     LocalHdfs(monkeypatch)
     url, ckpt = str(tmp_path / "ckpt"), FakeTfCheckpoint()
-    store = HdfsCheckpoints(ckpt, url, str(tmp_path / "work"))
+    store = HdfsCheckpoints(ckpt, url)
     ckpt.value = 1
     store.save({"steps": 1})
     ckpt.value = 2
@@ -148,4 +158,58 @@ def test_a_half_uploaded_first_save_is_not_restored(tmp_path, monkeypatch):
     url = str(tmp_path / "ckpt")
     os.makedirs(f"{url}/latest.new")
     open(f"{url}/latest.new/ckpt.data", "w").close()  # no state.json: the upload did not finish
-    assert HdfsCheckpoints(FakeTfCheckpoint(), url, str(tmp_path / "work")).restore() is None
+    assert HdfsCheckpoints(FakeTfCheckpoint(), url).restore() is None
+
+
+@pytest.mark.cluster
+def test_tensorflow_writes_checkpoints_events_and_the_export_straight_to_hdfs(hadoop_cluster):
+    """The real thing: TF (tfhdfs plugin) writes hdfs:// itself; nothing goes through local files."""
+    import uuid
+
+    import tensorflow as tf
+
+    import tfhadoop.tfhdfs  # noqa: F401
+    from tfhadoop.trainer import hdfs_io
+    from tfhadoop.trainer.checkpoints import HdfsCheckpoints
+    from tfhadoop.trainer.summaries import Summaries
+
+    url = hadoop_cluster.hdfs_url(f"/tmp/trainer-tests/ckpt-{uuid.uuid4().hex[:8]}")
+    v = tf.Variable([1.0, 2.0])
+    store = HdfsCheckpoints(tf.train.Checkpoint(v=v), url, keep=2)
+    for step in (1, 2, 3):
+        v.assign([float(step), -float(step)])
+        store.save({"steps": step})
+    assert sorted(n for n in hdfs_io.list_names(url) if not n.startswith("ckpt-")) == ["latest"]
+    assert sum(n.startswith("ckpt-") for n in hdfs_io.list_names(url)) == 1
+    hdfs_io.rename(f"{url}/latest", f"{url}/latest.new")  # a save stopped between its two renames
+    v.assign([0.0, 0.0])
+    assert store.restore() == {"steps": 3} and v.numpy().tolist() == [3.0, -3.0]
+
+    summaries = Summaries(f"{url}/tensorboard")
+
+    def scalars():
+        files = sorted(tf.io.gfile.glob(f"{url}/tensorboard/train/events.out.tfevents.*"))
+        return len(files), [(e.step, float(tf.make_ndarray(x.tensor))) for f in files
+                            for e in tf.compat.v1.train.summary_iterator(f) for x in e.summary.value]
+
+    summaries.scalars("train", 7, {"loss": 0.5})
+    summaries.sync()  # at a checkpoint: visible on HDFS while the job goes on
+    assert scalars() == (1, [(7, 0.5)])
+    summaries.scalars("train", 9, {"loss": 0.25})
+    summaries.close()
+    assert scalars() == (2, [(7, 0.5), (9, 0.25)])
+
+    module = tf.Module()
+    module.v = v
+    hdfs_io.publish(lambda staged: tf.saved_model.save(module, staged), f"{url}/model")
+    assert tf.saved_model.load(f"{url}/model").v.numpy().tolist() == [3.0, -3.0]
+    with pytest.raises(FileExistsError):
+        hdfs_io.publish(lambda staged: tf.saved_model.save(module, staged), f"{url}/model")
+
+    def broken(staged):
+        tf.io.gfile.makedirs(staged)
+        raise RuntimeError("disk on fire")
+
+    with pytest.raises(RuntimeError):
+        hdfs_io.publish(broken, f"{url}/model2")
+    assert not [n for n in hdfs_io.list_names(url) if n.startswith("model2")]  # nothing half-written stays

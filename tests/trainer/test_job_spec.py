@@ -114,3 +114,16 @@ def test_model_code_is_shipped_to_every_container(tmp_path):
         assert service.env["PYTHONPATH"].split(":")[0] == "./pythonpath-0"
     with pytest.raises(CommandError, match="is not a directory"):
         pack_python_path([str(tmp_path / "nope")], str(tmp_path))
+
+
+def test_no_dataset_shard_is_localized_into_any_container():
+    from tfhadoop.trainer.job import application_spec
+    from tfhadoop.trainer.manifest import Manifest, ShardFile
+
+    shards = (ShardFile("part-0.tfrecord", 10, 100, "train"), ShardFile("eval/part-0.tfrecord", 5, 50, "eval"))
+    spec = application_spec(JobSpec.from_dict(BASE), Manifest("hdfs://nn:8020/d", "none", shards, {}, {}),
+                            "/tmp/job.json")
+    sources = [f.source for svc in (spec.master, spec.services["ps"], spec.services["worker"])
+               for f in svc.files.values()]
+    assert not [src for src in sources if "/d/" in src or "tfrecord" in src], sources
+    assert set(spec.master.files) == {"job.json"} and not spec.services["worker"].files

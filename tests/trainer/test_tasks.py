@@ -25,7 +25,7 @@ def test_load_local_manifest(tmp_path):
     (tmp_path / mf.MANIFEST).write_text(json.dumps(_manifest()))
     m = mf.load(str(tmp_path))
     assert m.compression == "gzip" and m.records("train") == 601 and m.records("eval") == 40
-    assert mf.local_name(m.split("eval")[0]) == "eval__part-00000.tfrecord.gz"
+    assert mf.shard_url(m, m.split("eval")[0]) == f"{tmp_path}/eval/part-00000.tfrecord.gz"
 
 
 @pytest.mark.parametrize("change, message", [
@@ -56,7 +56,27 @@ def test_every_record_in_exactly_one_task_and_order_is_per_epoch():
             assert (t.path, r) not in covered
             covered[(t.path, r)] = t.id
     assert len(covered) == 601 and max(t.count for t in e0) == 100
-    assert {t.path for t in e0} == {f"part-{i:05d}-of-00004.tfrecord.gz" for i in range(3)}
+    assert {t.path for t in e0} == {f"/d/part-{i:05d}-of-00004.tfrecord.gz" for i in range(3)}  # read where they lie
+    assert all(t.offset == 0 and t.records_to_skip == t.start for t in e0)  # no index: from the shard start
+
+
+def test_with_an_index_a_task_starts_at_the_entry_before_its_first_record():
+    from tfhadoop.trainer.tasks import start_point
+
+    index = ([0, 90, 180], [0, 9000, 18100])  # ordinals, byte offsets (one entry every ~9 kB here)
+    assert start_point(index, 0) == (0, 0)
+    assert start_point(index, 89) == (0, 89)
+    assert start_point(index, 90) == (9000, 0)
+    assert start_point(index, 200) == (18100, 20)
+    assert start_point(None, 200) == (0, 200)
+    m = mf.parse({**_manifest(), "compression": "none"}, "hdfs://nn:8020/d")
+    indexes = {"part-00000-of-00004.tfrecord.gz": index}
+    tasks = {(t.path.rsplit("/", 1)[-1], t.start): t for t in plan_epoch(m, task_records=100, indexes=indexes)}
+    t = tasks[("part-00000-of-00004.tfrecord.gz", 200)]
+    assert (t.path, t.offset, t.records_to_skip, t.count) == ("hdfs://nn:8020/d/part-00000-of-00004.tfrecord.gz",
+                                                               18100, 20, 50)
+    other = tasks[("part-00001-of-00004.tfrecord.gz", 200)]
+    assert (other.offset, other.records_to_skip) == (0, 200)  # a shard without an index: the slow path
 
 
 def test_ledger_counts_completed_tasks_once_and_survives_a_checkpoint():

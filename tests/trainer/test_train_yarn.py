@@ -23,7 +23,9 @@ pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 @pytest.fixture(scope="module")
 def dataset(hadoop_cluster):
     url = hadoop_cluster.hdfs_url(f"/tmp/trainer-tests/ds-{uuid.uuid4().hex[:8]}")
-    models.write_dataset(url)
+    # Uncompressed with an index entry every 2 kB (~14 per shard): tasks start at byte offsets
+    # read from hdfs:// (the gzip path: test_unsplit_dataset_status_follow_kill_and_jobs).
+    models.write_dataset(url, compression="none", index_interval=2048)
     return url
 
 

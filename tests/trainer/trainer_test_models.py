@@ -42,7 +42,7 @@ def example_weights(n: int, seed: int):
 
 
 def write_dataset(url: str, train_shards=(600, 600, 600, 600), eval_records=400, compression="gzip",
-                  split: bool = True, weights: bool = False) -> dict:
+                  split: bool = True, weights: bool = False, index_interval: int = 1 << 20) -> dict:
     """A dataset as the export job writes it (shards, _SUCCESS, _tfhadoop.json), uploaded to
     ``url`` on HDFS (or written to the local folder ``url``). ``split=False``: as exported
     without ``--split`` (no split names, no eval shard). ``weights``: a float column ``w``
@@ -65,7 +65,7 @@ def write_dataset(url: str, train_shards=(600, 600, 600, 600), eval_records=400,
         write_records(os.path.join(local, name),
                       (encode_example({"x": [float(v) for v in xi], "y": [float(yi)],
                                        **({"w": [float(wi)]} if weights else {})}) for xi, yi, wi in zip(x, y, w)),
-                      compression=comp)
+                      compression=comp, index_interval=index_interval)
         files.append({"path": name, "records": n, "bytes": os.path.getsize(os.path.join(local, name)), "split": split})
     splits = {}
     for f in files:

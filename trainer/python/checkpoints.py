@@ -1,40 +1,37 @@
 """Checkpoints on HDFS: when to take one, and how one is written so that ``latest`` is always a
 complete checkpoint.
 
-TensorFlow 2.21 cannot write ``hdfs://``, so the coordinator writes a checkpoint into its local
-work dir and ``HdfsCheckpoints`` copies it to ``<checkpoint_dir>/ckpt-<ns>`` (history) and to
-``latest.new``, then renames ``latest.new`` to ``latest``. The training state (epoch, ledger of
+TensorFlow writes the checkpoint straight to ``<checkpoint_dir>/latest.new`` over ``hdfs://``
+(the tfhdfs plugin; no local copy, no upload), then ``HdfsCheckpoints`` renames ``latest`` into
+the history (``ckpt-<ns>``) and ``latest.new`` to ``latest``. The training state (epoch, ledger of
 completed tasks, steps, history) travels in ``state.json`` next to the TF checkpoint, so a
 restarted coordinator resumes the epoch exactly where the checkpoint left it.
 """
 from __future__ import annotations
 
 import json
-import math
-import os
-import shutil
 import time
 
 from tfhadoop.trainer import hdfs_io
 
 
 class CheckpointPolicy:
-    """A checkpoint after every wave of tasks, or once ``steps`` steps or ``secs`` seconds passed
-    since the last one (whichever is given; both may be). Checked between waves, so the interval
-    is rounded up to whole waves; ``wave_tasks`` keeps waves small enough for ``steps``."""
+    """A checkpoint once ``steps`` steps or ``secs`` seconds passed since the last one (whichever
+    is given; both may be), or after every completed task when neither is. Checked as tasks
+    complete; the coordinator schedules no task past the step a checkpoint is due at
+    (:meth:`steps_until_due`), so a checkpoint by steps falls on a task boundary."""
 
     def __init__(self, steps: int | None = None, secs: float | None = None, clock=time.monotonic):
         self.steps, self.secs, self.clock = steps, secs, clock
         self.last_steps, self.last_time = 0, clock()
 
-    def wave_tasks(self, default: int, steps_per_task: int) -> int:
-        if self.steps:
-            return max(1, min(default, math.ceil(self.steps / max(steps_per_task, 1))))
-        return default
+    def steps_until_due(self, steps: int) -> int | None:
+        """Steps left before a checkpoint by steps is due (None: not checkpointing by steps)."""
+        return self.last_steps + self.steps - steps if self.steps else None
 
     def due(self, steps: int) -> bool:
         if not self.steps and not self.secs:
-            return True
+            return steps > self.last_steps
         return bool((self.steps and steps - self.last_steps >= self.steps)
                     or (self.secs and self.clock() - self.last_time >= self.secs))
 
@@ -45,30 +42,27 @@ class CheckpointPolicy:
 class HdfsCheckpoints:
     """``tf.train.Checkpoint`` + training state, saved to and restored from ``url`` on HDFS.
 
-    A save uploads once, to ``latest.new``; then ``latest`` is renamed into the history
-    (``ckpt-<ns>``) and ``latest.new`` to ``latest`` — NameNode renames, no second upload. Only
-    between those two renames is there no ``latest``; ``latest.new`` is complete then, and
-    ``restore`` takes it. The history keeps the ``keep`` newest checkpoints."""
+    A save has TensorFlow write ``latest.new`` (then ``state.json`` into it, last, by a rename: a
+    directory holding it is complete); then ``latest`` is renamed into the history (``ckpt-<ns>``)
+    and ``latest.new`` to ``latest`` — NameNode renames, no copy. Only between those two renames is
+    there no ``latest``; ``latest.new`` is complete then, and ``restore`` takes it. The history
+    keeps the ``keep`` newest checkpoints."""
 
-    def __init__(self, ckpt, url: str, work: str, keep: int = 5):
-        self.ckpt, self.url, self.work, self.keep = ckpt, url.rstrip("/"), work, keep
+    def __init__(self, ckpt, url: str, keep: int = 5):
+        self.ckpt, self.url, self.keep = ckpt, url.rstrip("/"), keep
 
     def restore(self) -> dict | None:
         """The saved training state after restoring the variables, or None without a checkpoint."""
         name = self.restorable()
         if name is None:
             return None
-        local = os.path.join(self.work, "ckpt-restore")
-        shutil.rmtree(local, ignore_errors=True)
-        hdfs_io.download_dir(f"{self.url}/{name}", local)
-        with open(os.path.join(local, "state.json")) as f:
-            state = json.load(f)
-        self.ckpt.restore(os.path.join(local, "ckpt")).expect_partial()
+        state = json.loads(hdfs_io.read_bytes(f"{self.url}/{name}/state.json"))
+        self.ckpt.restore(f"{self.url}/{name}/ckpt").expect_partial()
         return state
 
     def restorable(self) -> str | None:
         """``latest``; or ``latest.new`` when a save stopped between its renames (then it is
-        complete: it was uploaded before ``latest`` moved away); None before the first save."""
+        complete: it was written before ``latest`` moved away); None before the first save."""
         if hdfs_io.exists(f"{self.url}/latest/state.json"):
             return "latest"
         if not hdfs_io.exists(f"{self.url}/latest") and hdfs_io.exists(f"{self.url}/latest.new/state.json"):
@@ -76,19 +70,16 @@ class HdfsCheckpoints:
         return None
 
     def save(self, state: dict) -> None:
-        local = os.path.join(self.work, f"ckpt-save-{time.time_ns()}")
-        self.ckpt.write(os.path.join(local, "ckpt"))
         staged, latest = f"{self.url}/latest.new", f"{self.url}/latest"
         if not hdfs_io.exists(latest) and hdfs_io.exists(f"{staged}/state.json"):
             hdfs_io.rename(staged, latest)  # finish a save that stopped between its renames
         hdfs_io.delete(staged)
-        hdfs_io.upload_dir(local, staged)
+        self.ckpt.write(f"{staged}/ckpt")  # TensorFlow writes hdfs:// itself (tfhdfs plugin)
         # state.json goes last (written whole, by a rename): a directory that has it is complete.
         hdfs_io.write_bytes(f"{staged}/state.json", json.dumps(state).encode())
         if hdfs_io.exists(latest):
             hdfs_io.rename(latest, f"{self.url}/ckpt-{time.time_ns()}")
         hdfs_io.rename(staged, latest)
-        shutil.rmtree(local, ignore_errors=True)
         history = sorted(n for n in hdfs_io.list_names(self.url) if n.startswith("ckpt-"))
         for name in history[:max(len(history) - (self.keep - 1), 0)]:
             hdfs_io.delete(f"{self.url}/{name}")

@@ -8,11 +8,11 @@ the master can tell a model bug (same error again: fail fast) from a lost parame
 """
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import json
 import os
 import re
-import shutil
 import sys
 import time
 import traceback
@@ -27,6 +27,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 RESCALE = "rescale"  # file the master creates in the work dir: checkpoint, then exit RESCALE_EXIT
 RESCALE_EXIT = 75
 CLUSTER_POLL_S = 0.2  # a started coordinator looks this often for the cluster spec the master writes
+IN_FLIGHT_PER_WORKER = 2  # closures scheduled per worker: one running, one queued behind it
+POLL_S = 0.05  # longest wait for a closure's result before the loop looks at the others again
+REPORT_S = 1.0  # progress and TensorBoard scalars at most this often (and at every drain)
 
 
 def load_model_fn(name: str):
@@ -99,11 +102,66 @@ def within_step_budget(tasks: list, steps_left: int, batch_size: int) -> list:
             break
         steps = -(-t.count // batch_size)
         if steps > steps_left:
-            t = type(t)(t.id, t.path, t.start, steps_left * batch_size)
+            t = dataclasses.replace(t, count=steps_left * batch_size)
             steps = steps_left
         out.append(t)
         steps_left -= steps
     return out
+
+
+def _finished(remote) -> bool:
+    """Whether a scheduled closure's result (or error) is there, without blocking. TF's RemoteValue
+    has no public non-blocking check; its status is read, and a RemoteValue without one is taken
+    as finished (then ``fetch`` blocks as before)."""
+    status = getattr(remote, "_status", None)
+    return status is None or getattr(status, "name", "") != "NOT_READY"
+
+
+def _wait_a_little(remote, timeout: float) -> None:
+    event = getattr(remote, "_status_available_event", None)
+    if event is not None:
+        event.wait(timeout)
+
+
+class Scheduler:
+    """Keeps ``limit`` closures in flight (``IN_FLIGHT_PER_WORKER`` per worker) and hands back
+    results as they complete: no waves, so no worker idles while others finish a wave. Every wait
+    is bounded (``POLL_S``) so the loop keeps seeing the master's rescale request.
+
+    ClusterCoordinator re-queues the closure of a lost worker on another one: its RemoteValue
+    stays pending meanwhile and completes once, so each task is handed back once."""
+
+    def __init__(self, coordinator, fn, limit: int):
+        self.coordinator, self.fn, self.limit = coordinator, fn, max(1, limit)
+        self.pending = []  # (task, RemoteValue), oldest first
+
+    def full(self) -> bool:
+        return len(self.pending) >= self.limit
+
+    def submit(self, task) -> None:
+        import tensorflow as tf
+
+        remote = self.coordinator.schedule(self.fn, args=(
+            tf.constant(task.path), tf.constant(task.offset, tf.int64),
+            tf.constant(task.records_to_skip, tf.int64), tf.constant(task.count, tf.int64)))
+        self.pending.append((task, remote))
+
+    def completed(self, timeout: float = POLL_S) -> list:
+        """[(task, examples, loss_sum)] of the closures that finished, waiting at most ``timeout``
+        for the oldest when none has; a closure's error is raised here."""
+        if self.pending and not any(_finished(r) for _, r in self.pending):
+            _wait_a_little(self.pending[0][1], timeout)
+        done = [(t, r) for t, r in self.pending if _finished(r)]
+        self.pending = [(t, r) for t, r in self.pending if not _finished(r)]
+        out = []
+        for t, r in done:
+            try:
+                n, loss = r.fetch()
+            except Exception:
+                self.coordinator.done()  # a closure cancelled by another's error: raise that error
+                raise
+            out.append((t, int(n), float(loss)))
+        return out
 
 
 def run(job: dict, cluster: dict, work: str, app=None) -> dict:
@@ -112,6 +170,7 @@ def run(job: dict, cluster: dict, work: str, app=None) -> dict:
     from tfhadoop.trainer import hdfs_io
     from tfhadoop.trainer.checkpoints import CheckpointPolicy, HdfsCheckpoints
     from tfhadoop.trainer.manifest import load as load_manifest
+    from tfhadoop.trainer.manifest import load_indexes
     from tfhadoop.trainer.step import build_task_fn, parse_fn
     from tfhadoop.trainer.summaries import Summaries
     from tfhadoop.trainer.tasks import EpochLedger, plan_epoch
@@ -136,9 +195,9 @@ def run(job: dict, cluster: dict, work: str, app=None) -> dict:
                             job.get("sample_weight"))
 
     checkpoints = HdfsCheckpoints(tf.train.Checkpoint(model=model, optimizer=model.optimizer),
-                                  job["checkpoint_dir"], work, keep=job.get("keep_checkpoints", 5))
+                                  job["checkpoint_dir"], keep=job.get("keep_checkpoints", 5))
     ckpt_url = checkpoints.url
-    summaries = Summaries(work, f"{ckpt_url}/tensorboard")
+    summaries = Summaries(f"{ckpt_url}/{protocol.TENSORBOARD_DIR}")
     state = checkpoints.restore() or {"epoch": 0, "ledger": None, "steps": 0, "history": []}
     if state["steps"]:
         print(f"restored checkpoint: epoch {state['epoch']}, step {state['steps']}, "
@@ -154,48 +213,89 @@ def run(job: dict, cluster: dict, work: str, app=None) -> dict:
     epochs, max_steps, batch_size = job.get("epochs"), job.get("steps"), job["batch_size"]
     train_split, eval_split = job.get("train_split", "train"), job.get("eval_split", "eval")
     expected = manifest.records(train_split)
-    wave = policy.wave_tasks(max(job.get("checkpoint_tasks", 8), 1), -(-job["task_records"] // batch_size))
+    indexes = load_indexes(manifest, train_split)
+    unindexed = sorted(p for p, i in indexes.items() if i is None)
+    if unindexed:  # said once per coordinator: the job still trains, each task skipping from its shard's start
+        why = "compressed" if manifest.compression != "none" else "without a record-boundary index"
+        print(f"note: {len(unindexed)} of {len(indexes)} train shards are {why} (e.g. {unindexed[0]}): a task in "
+              f"them reads its shard from the start up to its first record (slower for late tasks); "
+              f"an uncompressed export with its .tfrindex sidecars starts every task at its byte offset", flush=True)
+    scheduler = Scheduler(coordinator, task_fn, IN_FLIGHT_PER_WORKER * len(cluster["worker"]))
     t_start = time.monotonic()
     first_step_at = None
+    window = {"n": 0, "loss": 0.0, "t": time.monotonic()}  # examples and loss since the last report
+
+    def report(epoch: int, ledger) -> None:
+        now = time.monotonic()
+        rate = window["n"] / max(now - window["t"], 1e-9)
+        loss = window["loss"] / max(window["n"], 1)
+        progress.put(protocol.KV_PROGRESS, {"epoch": epoch, "examples": ledger.examples, "expected": expected,
+                                            "steps": state["steps"], "examples_per_s": round(rate, 1),
+                                            "loss": round(loss, 6), "time": time.time()})
+        summaries.scalars("train", state["steps"], {"loss": loss, "examples_per_second": rate,
+                                                    "workers": len(cluster["worker"])})
+        window.update(n=0, loss=0.0, t=now)
+
+    def drain(epoch: int, ledger) -> None:
+        """Schedule nothing more and collect what is in flight (bounded waits, see Scheduler)."""
+        while scheduler.pending:
+            for t, n, loss in scheduler.completed():
+                account(t, n, loss, ledger)
+        if window["n"]:
+            report(epoch, ledger)
+
+    def account(t, n: int, loss: float, ledger) -> None:
+        nonlocal first_step_at
+        ledger.record(t, n)
+        if first_step_at is None:
+            first_step_at = time.monotonic()
+        state["steps"] += -(-t.count // batch_size)
+        state["loss_sum"] = state.get("loss_sum", 0.0) + loss
+        state["ledger"] = ledger.to_json()
+        window["n"] += n
+        window["loss"] += loss
+
     while not training_done(state, epochs, max_steps):
         epoch = state["epoch"]
-        tasks = plan_epoch(manifest, train_split, job["task_records"], epoch=epoch, seed=job.get("seed", 0))
+        tasks = plan_epoch(manifest, train_split, job["task_records"], epoch=epoch, seed=job.get("seed", 0),
+                           indexes=indexes)
         ledger = EpochLedger.from_json(state["ledger"]) if state["ledger"] else EpochLedger(epoch, expected)
-        remaining = ledger.remaining(tasks)
-        while remaining and not training_done(state, epochs, max_steps):
-            batch, remaining = remaining[:wave], remaining[wave:]
-            if max_steps:
-                batch = within_step_budget(batch, max_steps - state["steps"], batch_size)
-            t0 = time.monotonic()
-            results = [(t, coordinator.schedule(task_fn, args=(tf.constant(t.path), tf.constant(t.start, tf.int64),
-                                                                  tf.constant(t.count, tf.int64))))
-                       for t in batch]
-            coordinator.join()
-            n_wave, loss_wave = 0, 0.0
-            for t, r in results:
-                n, loss = r.fetch()
-                ledger.record(t, int(n))
-                loss_wave += float(loss)
-                n_wave += int(n)
-            if first_step_at is None:
-                first_step_at = time.monotonic()
-            state["steps"] += sum(-(-t.count // batch_size) for t in batch)
-            state["loss_sum"] = state.get("loss_sum", 0.0) + loss_wave
-            state["ledger"] = ledger.to_json()
-            rate = n_wave / (time.monotonic() - t0)
-            progress.put(protocol.KV_PROGRESS, {"epoch": epoch, "examples": ledger.examples, "expected": expected,
-                                      "steps": state["steps"], "examples_per_s": round(rate, 1),
-                                      "loss": round(loss_wave / max(n_wave, 1), 6), "time": time.time()})
-            summaries.scalars("train", state["steps"], {"loss": loss_wave / max(n_wave, 1),
-                                                        "examples_per_second": rate,
-                                                        "workers": len(cluster["worker"])})
+        queue = ledger.remaining(tasks)
+        window.update(n=0, loss=0.0, t=time.monotonic())
+        while queue or scheduler.pending:
+            # A checkpoint is taken with nothing in flight: a closure running during the save would
+            # leave part of its updates in the checkpoint but not its task in the ledger, and be
+            # trained again on restore. So only a due checkpoint drains, not every few tasks.
             rescale = os.path.exists(os.path.join(work, RESCALE))  # the master has a new cluster spec for us
             if rescale or policy.due(state["steps"]):
-                save()
-            if rescale:
-                os.remove(os.path.join(work, RESCALE))
-                print("checkpoint saved; exiting to restart with the new cluster spec", flush=True)
-                os._exit(RESCALE_EXIT)
+                drain(epoch, ledger)
+                if queue or rescale:  # the epoch's last checkpoint is taken below, with its history entry
+                    save()
+                if rescale:
+                    os.remove(os.path.join(work, RESCALE))
+                    print("checkpoint saved; exiting to restart with the new cluster spec", flush=True)
+                    os._exit(RESCALE_EXIT)
+                continue
+            while queue and not scheduler.full():
+                in_flight = sum(-(-t.count // batch_size) for t, _ in scheduler.pending)
+                if max_steps:
+                    cut = within_step_budget(queue[:1], max_steps - state["steps"] - in_flight, batch_size)
+                    if not cut:
+                        queue = []
+                        break
+                    queue[0] = cut[0]
+                # --checkpoint-steps: nothing scheduled past the step where the next checkpoint is due
+                # (a task whose steps cross it still runs whole, as the first one after it)
+                if in_flight and policy.steps_until_due(state["steps"]) is not None \
+                        and in_flight >= policy.steps_until_due(state["steps"]):
+                    break
+                scheduler.submit(queue.pop(0))
+            for t, n, loss in scheduler.completed():
+                account(t, n, loss, ledger)
+            if time.monotonic() - window["t"] >= REPORT_S and window["n"]:
+                report(epoch, ledger)
+        if window["n"]:
+            report(epoch, ledger)
         entry = {"epoch": epoch, "examples": ledger.examples, "expected": expected,
                  "mean_loss": state.pop("loss_sum", 0.0) / max(ledger.examples, 1), "steps": state["steps"]}
         state["history"].append(entry)
@@ -212,21 +312,18 @@ def run(job: dict, cluster: dict, work: str, app=None) -> dict:
                "steps": state["steps"],
                "rejoins": rejoin_watch.rejoins, "app": getattr(app, "id", None)}
     if eval_split and manifest.split(eval_split):
-        from tfhadoop.trainer.manifest import local_name
+        from tfhadoop.trainer.manifest import shard_url
         from tfhadoop.trainer.step import COMPRESSION, model_inputs
 
         parse = parse_fn(manifest.parse_spec, job["label"], job.get("sample_weight"))
-        files = [local_name(s) for s in manifest.split(eval_split)]
+        files = [shard_url(manifest, s) for s in manifest.split(eval_split)]
         ds = tf.data.TFRecordDataset(files, compression_type=COMPRESSION[manifest.compression]).batch(256).map(parse)
         ds = ds.map(lambda f, *y_and_weight: (model_inputs(plain, f), *y_and_weight))
         values = plain.evaluate(ds, verbose=0, return_dict=True)
         metrics["eval"] = {k: float(v) for k, v in values.items()}
         summaries.scalars("eval", state["steps"], metrics["eval"])
-    local_export = os.path.join(work, "export")
-    shutil.rmtree(local_export, ignore_errors=True)
-    plain.save(local_export, save_format="tf")
-    hdfs_io.publish_dir(local_export, job["export_dir"])
-    summaries.sync()
+    hdfs_io.publish(lambda staged: plain.save(staged, save_format="tf"), job["export_dir"])
+    summaries.close()
     hdfs_io.write_bytes(protocol.job_file(ckpt_url, protocol.METRICS_FILE), json.dumps(metrics, indent=1).encode())
     progress.put(protocol.KV_METRICS, metrics)
     return metrics
@@ -246,6 +343,8 @@ def main() -> int:
         app = skein.ApplicationClient.from_current()
     try:
         import tensorflow  # noqa: F401
+
+        import tfhadoop.tfhdfs  # noqa: F401 - hdfs:// for TensorFlow (shards, checkpoints, events, export)
         try:
             import tf_keras  # noqa: F401
         except ImportError:

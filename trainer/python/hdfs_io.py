@@ -1,6 +1,6 @@
-"""Checkpoints, the event log and the SavedModel on HDFS. TensorFlow 2.21 cannot write hdfs://,
-so TF writes into the container's local disk and these helpers copy whole directories over
-hdfs-native (RPC); the SavedModel is published by one rename (atomic in the NameNode)."""
+"""Small files of a job on HDFS (event log, state, metrics) and the NameNode operations around
+what TensorFlow writes itself over hdfs:// (tfhdfs plugin): renames that make a checkpoint or the
+SavedModel visible whole, deletes, listings. Over hdfs-native (RPC)."""
 from __future__ import annotations
 
 import os
@@ -89,15 +89,20 @@ def download_dir(url: str, local: str) -> None:
                 dst.write(src.read())
 
 
-def publish_dir(local: str, url: str) -> None:
-    """Upload ``local`` next to ``url`` under a temporary name, then rename it to ``url``: readers
-    see no SavedModel or a complete one. Refuses to replace an existing ``url``."""
+def publish(write, url: str) -> None:
+    """``write(staged_url)`` (e.g. TensorFlow saving a SavedModel over hdfs://) next to ``url``
+    under a temporary name, then one rename to ``url``: readers see no SavedModel or a complete
+    one. Refuses to replace an existing ``url``; a failed write leaves no staged directory."""
     client, path = _client(url)
     if exists(url):
         raise FileExistsError(f"{url} exists already: the export is not overwritten")
     tmp_url = f"{url.rstrip('/')}.tmp-{uuid.uuid4().hex[:8]}"
-    upload_dir(local, tmp_url)
-    client.rename(_client(tmp_url)[1], path)
+    try:
+        write(tmp_url)
+        client.rename(_client(tmp_url)[1], path)
+    except BaseException:
+        delete(tmp_url)
+        raise
 
 
 def delete(url: str) -> None:
@@ -110,24 +115,6 @@ def delete(url: str) -> None:
 def rename(src: str, dst: str) -> None:
     client, path = _client(src)
     client.rename(path, _client(dst)[1])
-
-
-def mirror_dir(local: str, url: str, uploaded: dict) -> int:
-    """Copy to ``url`` the files under ``local`` whose size changed since the last call with the
-    same ``uploaded`` dict (append-only files such as TensorBoard event files); each copy
-    replaces the previous one by a rename. Returns how many files were copied."""
-    copied = 0
-    for folder, _, files in os.walk(local):
-        for name in files:
-            full = os.path.join(folder, name)
-            size = os.path.getsize(full)
-            if uploaded.get(full) == size:
-                continue
-            with open(full, "rb") as f:
-                write_bytes(f"{url.rstrip('/')}/{os.path.relpath(full, local)}", f.read())
-            uploaded[full] = size
-            copied += 1
-    return copied
 
 
 def list_names(url: str) -> list[str]:

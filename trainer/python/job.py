@@ -60,7 +60,7 @@ class JobSpec:
     steps: int | None = None  # train this many steps (batches) in all, then stop
     batch_size: int = 64
     task_records: int = 1000
-    checkpoint_tasks: int = 8  # tasks per wave (the coordinator syncs between waves)
+    checkpoint_tasks: int = 8  # unused since the coordinator runs no waves; kept so older job specs load
     checkpoint_steps: int | None = None  # a checkpoint once this many steps passed since the last
     checkpoint_secs: float | None = None  # ... or seconds; neither given: every 60 s
     keep_checkpoints: int = 5  # latest + this many - 1 older ones on HDFS
@@ -154,16 +154,12 @@ def _env(job: JobSpec, code: dict) -> dict:
 
 def application_spec(job: JobSpec, manifest, job_file: str, code: dict | None = None):
     """The Skein application: the job master in the AM container, ``ps`` and ``worker`` services
-    with no instances (the master adds each container with its slot and port). Shards are
-    localized by YARN into ``data/`` of the containers that read them; ``code`` (from
-    :func:`pack_python_path`) and the packed environment are unpacked into every container."""
+    with no instances (the master adds each container with its slot and port). No dataset shard
+    is localized: workers and the coordinator open the shards' hdfs:// URLs through TensorFlow
+    (tfhdfs plugin), so a dataset larger than a node trains and a replacement starts at once.
+    ``code`` (from :func:`pack_python_path`) and the packed environment are unpacked into every
+    container."""
     import skein
-
-    from tfhadoop.trainer.manifest import local_name
-
-    def files(split):
-        return {local_name(s): skein.File(source=f"{manifest.root}/{s.path}", type="file")
-                for s in manifest.split(split)}
 
     code = code or {}
     env = _env(job, code)
@@ -178,14 +174,13 @@ def application_spec(job: JobSpec, manifest, job_file: str, code: dict | None = 
         name=job.name, queue=job.queue, max_attempts=MAX_AM_ATTEMPTS,
         master=skein.Master(resources=skein.Resources(memory=mebibytes(job.master_memory), vcores=1),
                             script=f"{job.python} -m tfhadoop.trainer.master",
-                            files={"job.json": skein.File(source=job_file, type="file"),
-                                   **(files(job.eval_split) if job.eval_split else {}), **packed},
+                            files={"job.json": skein.File(source=job_file, type="file"), **packed},
                             env=env),
         services={
             "ps": skein.Service(instances=0, max_restarts=0, allow_failures=True, script=role, env=env, files=packed,
                                 resources=skein.Resources(memory=mebibytes(job.ps_memory), vcores=1)),
             "worker": skein.Service(instances=0, max_restarts=0, allow_failures=True, script=role, env=env,
-                                    files={**files(job.train_split), **packed},
+                                    files=packed,
                                     resources=skein.Resources(memory=mebibytes(job.worker_memory),
                                                               vcores=job.worker_vcores, gpus=job.worker_gpus)),
         })

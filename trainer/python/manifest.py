@@ -88,6 +88,32 @@ def load(dataset_dir: str) -> Manifest:
 
 
 def local_name(shard: ShardFile) -> str:
-    """Where a shard lands in a container's working directory (YARN localization target; Skein
-    wants plain file names there, so folders of the dataset become ``__``)."""
+    """A shard's plain file name (folders become ``__``), for tools that copy shards to local disk
+    (bench/bench_trainer.py's peer runs); the trainer itself reads shards where they lie."""
     return shard.path.replace("/", "__")
+
+
+def shard_url(manifest: Manifest, shard: ShardFile) -> str:
+    """The URL a worker's TensorFlow opens (hdfs://... through the tfhdfs plugin): shards are
+    read where they lie, never copied into containers."""
+    return f"{manifest.root}/{shard.path}"
+
+
+def load_indexes(manifest: Manifest, split: str | None, threads: int = 8) -> dict:
+    """shard path -> (ordinals, offsets) of its record-boundary index sidecar, or None when the
+    shard has none (older datasets), is compressed (TensorFlow's GZIP/ZLIB reader cannot start
+    inside a stream) or the index does not describe the file (logged by the loader)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tfhadoop.connectors.splits import load_boundary_index
+
+    shards = manifest.split(split)
+    if manifest.compression != "none":
+        return {s.path: None for s in shards}
+
+    def one(shard):
+        idx = load_boundary_index(shard_url(manifest, shard))
+        return shard.path, (None if idx is None or idx.records != shard.records else (idx.ordinals, idx.offsets))
+
+    with ThreadPoolExecutor(max(1, min(threads, len(shards)))) as pool:
+        return dict(pool.map(one, shards))

@@ -2,8 +2,10 @@
 and returns how many examples it trained on and their summed loss.
 
 Closures run on the worker as a graph (no Python there), so the input pipeline is built inside
-the function from plain TF ops over a file path the worker's TensorFlow can open (a local path:
-the shard was localized into the worker's container, see docs/design/trainer.md). The coordinator
+the function from plain TF ops over the shard's hdfs:// URL, which the worker's TensorFlow opens
+through the tfhdfs plugin (the roles import :mod:`tfhadoop.tfhdfs` first): nothing is copied into
+containers. A task reads from a byte offset (:func:`records_from`), so its cost does not grow with
+its position in the shard (docs/design/trainer.md, "Data path"). The coordinator
 counts an epoch's examples from the return values of completed closures, so a closure that ran on
 a lost worker and was re-queued is counted once, by the run that completed.
 """
@@ -20,6 +22,32 @@ from tfhadoop.trainer.keras_step import (
 )
 
 COMPRESSION = {"gzip": "GZIP", "zlib": "ZLIB", "none": "", None: ""}
+READ_BUFFER = 256 << 10  # bytes per read from HDFS (TFRecordDataset's own default)
+
+
+def records_from(path, offset, compression: str):
+    """The serialized records of ``path`` from byte ``offset`` (a record boundary) on.
+
+    TensorFlow's ``TFRecordDatasetV2`` op takes byte offsets, but ``tf.data.TFRecordDataset`` does
+    not expose them and the op's graph serialization drops them (TF 2.21: "3 inputs specified of
+    4"), so tf.data's graph rewrites are switched off for the pipeline built on it. A compressed
+    shard is read from its start (``offset`` must be 0): TensorFlow's GZIP/ZLIB reader cannot start
+    inside a stream nor continue across concatenated gzip members (measured: bench/bench_task_offsets.py).
+    """
+    if compression:
+        return tf.data.TFRecordDataset(path, compression_type=compression, buffer_size=READ_BUFFER)
+    variant = tf.raw_ops.TFRecordDatasetV2(filenames=tf.reshape(path, [1]), compression_type="",
+                                           buffer_size=tf.constant(READ_BUFFER, tf.int64),
+                                           byte_offsets=tf.reshape(tf.cast(offset, tf.int64), [1]))
+    return tf.data.experimental.from_variant(variant, tf.TensorSpec([], tf.string))
+
+
+def without_rewrites(ds):
+    """``ds`` with tf.data's graph rewrites off (they serialize the pipeline; see :func:`records_from`)."""
+    options = tf.data.Options()
+    options.experimental_optimization.apply_default_optimizations = False
+    options.autotune.enabled = False
+    return ds.with_options(options)
 
 
 def parse_fn(parse_spec: dict, label, weight: str | None = None):
@@ -42,16 +70,17 @@ def parse_fn(parse_spec: dict, label, weight: str | None = None):
 
 def build_task_fn(strategy, model, parse_spec: dict, label, batch_size: int, compression: str | None,
                   weight: str | None = None):
-    """``task(path, start, count) -> (examples, loss_sum)`` as a tf.function for ``schedule``;
-    each batch is one tf-keras train step (``keras_step``)."""
+    """``task(path, offset, skip, count) -> (examples, loss_sum)`` as a tf.function for
+    ``schedule``: ``count`` records after the first ``skip`` ones from byte ``offset`` of ``path``
+    (a :class:`tasks.Task`: ``offset``, ``records_to_skip``, ``count``); each batch is one
+    tf-keras train step (``keras_step``)."""
     parse = parse_fn(parse_spec, label, weight)
     train_step = train_step_fn(model)
     comp = COMPRESSION[compression]
 
     @tf.function
-    def task(path, start, count):
-        ds = (tf.data.TFRecordDataset(path, compression_type=comp)
-              .skip(start).take(count).batch(batch_size).map(parse))
+    def task(path, offset, skip, count):
+        ds = without_rewrites(records_from(path, offset, comp).skip(skip).take(count).batch(batch_size).map(parse))
         n = tf.constant(0, tf.int64)
         total = tf.constant(0.0, tf.float32)
         for batch in ds:

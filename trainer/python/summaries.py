@@ -1,38 +1,39 @@
 """TensorBoard event files for a training run, on HDFS.
 
-The coordinator writes scalars (train loss and examples/s per wave, mean loss per epoch, workers
-in the cluster, the final eval metrics) with ``tf.summary`` into its local work dir and mirrors
-the event files to ``<checkpoint_dir>/tensorboard/{train,eval}`` at every checkpoint and at the
-end. The step axis is the job's global step count, which survives coordinator restarts; a
-restarted coordinator adds a new event file next to the old ones, as TensorBoard expects.
+The coordinator writes scalars (train loss and examples/s about every second, mean loss per
+epoch, workers in the cluster, the final eval metrics) with ``tf.summary`` straight into
+``<checkpoint_dir>/tensorboard/{train,eval}`` over ``hdfs://`` (the tfhdfs plugin). ``sync`` (at
+every checkpoint) closes the event files and the next scalar opens new ones: a file HDFS still
+has open shows readers only its completed blocks (hsync does not update the length the NameNode
+reports), so closing is what makes the scalars visible to TensorBoard while the job runs. The step
+axis is the job's global step count, which survives coordinator restarts; TensorBoard reads the
+event files of a run folder in order, so a new file per checkpoint (or per restart) is what it expects.
 """
 from __future__ import annotations
 
-import os
-
-from tfhadoop.trainer import hdfs_io
-
 
 class Summaries:
-    def __init__(self, work: str, url: str):
+    def __init__(self, url: str):
         import tensorflow as tf
         from tensorflow.core.framework import summary_pb2
 
-        self.tf, self.local, self.url, self.uploaded = tf, os.path.join(work, "tensorboard"), url, {}
-        self.writers = {name: tf.summary.create_file_writer(os.path.join(self.local, name))
-                        for name in ("train", "eval")}
+        self.tf, self.url, self.writers = tf, url.rstrip("/"), {}
         # What tf.summary.scalar writes, without needing the tensorboard package in the containers:
         # a float32 scalar tensor tagged for TensorBoard's scalars plugin.
         self.metadata = summary_pb2.SummaryMetadata(
             plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars")).SerializeToString()
 
     def scalars(self, split: str, step: int, values: dict) -> None:
+        if split not in self.writers:
+            self.writers[split] = self.tf.summary.create_file_writer(f"{self.url}/{split}")
         with self.writers[split].as_default(step=step):
             for name, value in values.items():
                 self.tf.summary.write(name, self.tf.constant(float(value), self.tf.float32), metadata=self.metadata)
 
     def sync(self) -> None:
-        """Flush and copy what changed to HDFS."""
+        """Close the event files written so far (complete and visible on HDFS)."""
         for writer in self.writers.values():
-            writer.flush()
-        hdfs_io.mirror_dir(self.local, self.url, self.uploaded)
+            writer.close()
+        self.writers = {}
+
+    close = sync

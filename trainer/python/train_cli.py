@@ -27,7 +27,7 @@ FLAGS = [  # (flag, type, help)
     ("--checkpoint-steps", int, "a checkpoint once this many steps passed since the last one"),
     ("--checkpoint-secs", float, "a checkpoint once this many seconds passed since the last one (default 60 "
                                  "unless --checkpoint-steps); always one at each epoch's end"),
-    ("--checkpoint-tasks", int, "tasks per wave: the coordinator syncs (and may checkpoint) between waves (default 8)"),
+    ("--checkpoint-tasks", int, "unused: the coordinator keeps 2 tasks per worker in flight (no waves); kept so older job specs load"),
     ("--keep-checkpoints", int, "checkpoints kept on HDFS, latest included (default 5)"),
     ("--export-dir", str, "hdfs:// directory the SavedModel is published to (must not exist)"),
     ("--max-worker-restarts", int, "failed containers per worker slot before it stays empty; preemptions "

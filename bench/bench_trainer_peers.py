@@ -1,0 +1,256 @@
+"""`tfhadoop train` against what a user would run instead, same data and model, one run:
+
+(a) tf-keras ``model.fit`` in one process on local files;
+(b) tf-keras ``model.fit`` under ``ParameterServerStrategy``, 1 PS + N worker processes on this
+    machine (the standard TF way without YARN), local files, each worker reading its shards
+    (``DatasetCreator`` + ``InputContext`` sharding), ``steps_per_execution`` as tuned below;
+(c) ``tfhadoop train`` with 1 PS + N workers on the embedded YARN cluster reading ``hdfs://``.
+
+Each is a fresh process (or application): wall time includes start-up (imports, servers,
+containers); steady examples/s are measured over the epochs after the first. Prints (c)/(b).
+
+    .venv/bin/python bench/bench_trainer_peers.py [--records 200000] [--epochs 3] [--workers 2]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+for _k, _v in {"TF_USE_LEGACY_KERAS": "1", "GRPC_FAIL_FAST": "use_caller", "TF_CPP_MIN_LOG_LEVEL": "2"}.items():
+    os.environ.setdefault(_k, _v)
+
+FEATURES = 16
+SPEC = {"features": {"x": {"type": "FixedLenFeature", "shape": [FEATURES], "dtype": "float32"},
+                     "y": {"type": "FixedLenFeature", "shape": [], "dtype": "float32"}}}
+
+
+def model():
+    """The one model of all three runs (also `--model bench_trainer_peers:model` for (c))."""
+    import tf_keras
+
+    m = tf_keras.Sequential([tf_keras.Input((FEATURES,), name="x"), tf_keras.layers.Dense(64, activation="relu"),
+                             tf_keras.layers.Dense(64, activation="relu"), tf_keras.layers.Dense(1)])
+    m.compile(optimizer=tf_keras.optimizers.Adam(1e-3), loss="mse", steps_per_execution=int(os.environ.get("SPE", "1")))
+    return m
+
+
+def write_dataset(folder: str, records: int, shards: int) -> dict:
+    """Uncompressed shards with their index sidecars + the manifest, as `tfhadoop export` writes."""
+    import numpy as np
+
+    from tfhadoop.connectors.example import encode_example
+    from tfhadoop.connectors.tfrecord import write_records
+
+    rng = np.random.default_rng(0)
+    w = rng.normal(size=FEATURES)
+    per, files = records // shards, []
+    for i in range(shards):
+        x = rng.normal(size=(per, FEATURES)).astype(np.float32)
+        y = np.tanh(x @ w / 4) + 0.05 * rng.normal(size=per)
+        name = f"part-{i:05d}-of-{shards:05d}.tfrecord"
+        write_records(os.path.join(folder, name),
+                      (encode_example({"x": list(map(float, xi)), "y": [float(yi)]}) for xi, yi in zip(x, y)))
+        files.append({"path": name, "records": per, "bytes": os.path.getsize(os.path.join(folder, name)),
+                      "split": "train"})
+    manifest = {"format": "tfrecord", "record_type": "Example", "compression": "none", "files": files,
+                "splits": {"train": {"records": per * shards}}, "schema": {}, "parse_spec": SPEC, "source": {},
+                "created": "bench"}
+    with open(os.path.join(folder, "_tfhadoop.json"), "w") as f:
+        json.dump(manifest, f)
+    return manifest
+
+
+def dataset(files, batch: int):
+    import tensorflow as tf
+
+    from tfhadoop.trainer.step import parse_fn
+
+    parse = parse_fn(SPEC, "y")
+    return (tf.data.TFRecordDataset(files).batch(batch).map(parse, num_parallel_calls=tf.data.AUTOTUNE)
+            .map(lambda f, y: (f["x"], y)).prefetch(tf.data.AUTOTUNE))
+
+
+class EpochTimes:
+    def __init__(self):
+        import tf_keras
+
+        outer = self
+
+        class CB(tf_keras.callbacks.Callback):
+            def on_epoch_begin(self, epoch, logs=None):
+                outer.begin.append(time.perf_counter())
+
+            def on_epoch_end(self, epoch, logs=None):
+                outer.end.append(time.perf_counter())
+                outer.loss.append(float((logs or {}).get("loss", float("nan"))))
+
+        self.begin, self.end, self.loss, self.callback = [], [], [], CB()
+
+
+def run_local(args) -> dict:
+    """(a): one process, model.fit on local files."""
+    files = sorted(os.path.join(args.folder, f) for f in os.listdir(args.folder) if f.endswith(".tfrecord"))
+    times = EpochTimes()
+    m = model()
+    m.fit(dataset(files, args.batch_size).repeat(), epochs=args.epochs, steps_per_epoch=args.records // args.batch_size,
+          verbose=0, callbacks=[times.callback])
+    return {"epoch_s": [e - b for b, e in zip(times.begin, times.end)], "loss": times.loss}
+
+
+def run_pss(args) -> dict:
+    """(b): the chief of model.fit under ParameterServerStrategy; servers started by ``main``."""
+    import tensorflow as tf
+    import tf_keras
+
+    files = sorted(os.path.join(args.folder, f) for f in os.listdir(args.folder) if f.endswith(".tfrecord"))
+    resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
+    strategy = tf.distribute.experimental.ParameterServerStrategy(resolver)
+    with strategy.scope():
+        m = model()
+
+    def dataset_fn(ctx):
+        mine = files[ctx.input_pipeline_id::ctx.num_input_pipelines]
+        return dataset(mine, args.batch_size).repeat()
+
+    times = EpochTimes()
+    steps = args.records // args.batch_size
+    m.fit(tf_keras.utils.experimental.DatasetCreator(dataset_fn), epochs=args.epochs, steps_per_epoch=steps,
+          verbose=0, callbacks=[times.callback])
+    return {"epoch_s": [e - b for b, e in zip(times.begin, times.end)], "loss": times.loss}
+
+
+def child(kind: str, args) -> dict:
+    """Run (a) or (b)'s chief in a fresh process; its wall time from spawn to exit."""
+    t0 = time.perf_counter()
+    out = subprocess.run([sys.executable, __file__, "--child", kind, "--folder", args.folder, "--records",
+                          str(args.records), "--epochs", str(args.epochs), "--batch-size", str(args.batch_size)],
+                         capture_output=True, text=True, env={**os.environ, "SPE": str(args.steps_per_execution)})
+    wall = time.perf_counter() - t0
+    if out.returncode:
+        raise RuntimeError(f"{kind} failed: {out.stderr[-3000:]}")
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    return {**result, "wall_s": wall}
+
+
+def pss_cluster(workers: int):
+    from tfhadoop.ports import free_port
+
+    cluster = {"ps": [f"127.0.0.1:{free_port()}"], "worker": [f"127.0.0.1:{free_port()}" for _ in range(workers)],
+               "chief": [f"127.0.0.1:{free_port()}"]}
+    serve = "import json, sys; from tfhadoop.trainer import server; " \
+            "server.start(json.loads(sys.argv[1]), sys.argv[2], int(sys.argv[3])).join()"
+    procs = [subprocess.Popen([sys.executable, "-c", serve, json.dumps(cluster), role, str(i)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+             for role in ("ps", "worker") for i in range(len(cluster[role]))]
+    return cluster, procs
+
+
+def run_yarn(args, manifest_folder: str) -> dict:
+    """(c): `tfhadoop train` reading hdfs:// on the embedded cluster."""
+    from tfhadoop.trainer import hdfs_io
+
+    base = f"hdfs:///tmp/bench-peers-{uuid.uuid4().hex[:8]}"
+    hdfs_io.upload_dir(manifest_folder, f"{base}/data")
+    t0 = time.perf_counter()
+    cmd = [sys.executable, "-m", "tfhadoop", "train", "--model", "bench_trainer_peers:model", "--python-path", HERE,
+           "--data", f"{base}/data", "--label", "y", "--train-split", "train", "--ps", "1",
+           "--workers", str(args.workers), "--epochs", str(args.epochs), "--batch-size", str(args.batch_size),
+           "--task-records", str(args.task_records), "--worker-memory", "1g", "--ps-memory", "1g",
+           "--checkpoint-dir", f"{base}/ckpt", "--export-dir", f"{base}/model"]
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if out.returncode:
+        raise RuntimeError(f"tfhadoop train failed: {(out.stdout + out.stderr)[-3000:]}")
+    metrics = json.loads(hdfs_io.read_bytes(f"{base}/ckpt/metrics.json"))
+    samples = [json.loads(line) for line in hdfs_io.read_bytes(f"{base}/ckpt/progress.jsonl").decode().splitlines()]
+    hdfs_io.delete(base)
+    return {"wall_s": wall, "metrics": metrics, "samples": samples}
+
+
+def steady(epoch_s: list, records: int) -> float:
+    later = epoch_s[1:] or epoch_s
+    return records * len(later) / sum(later)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--records", type=int, default=200_000)
+    ap.add_argument("--shards", type=int, default=8)
+    ap.add_argument("--epochs", type=int, default=3)
+    ap.add_argument("--batch-size", type=int, default=128)
+    ap.add_argument("--task-records", type=int, default=2000)
+    ap.add_argument("--steps-per-execution", type=int, default=16, help="(a), (b): tf-keras's own batching of steps")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--skip", default="", help="comma list of a,b,c to leave out")
+    ap.add_argument("--child", default=None)
+    ap.add_argument("--folder", default=None)
+    args = ap.parse_args()
+    if args.child:
+        result = run_local(args) if args.child == "a" else run_pss(args)
+        print(json.dumps(result), flush=True)
+        os._exit(0)  # PSS keeps remote handles: do not wait for them
+    args.folder = tempfile.mkdtemp(prefix="bench-peers-")
+    write_dataset(args.folder, args.records, args.shards)
+    skip = set(args.skip.split(","))
+    print(f"load before: {os.getloadavg()} on {os.cpu_count()} cores; {args.records} records x {args.epochs} epochs, "
+          f"batch {args.batch_size}, {args.workers} workers", flush=True)
+    rows = {}
+    if "a" not in skip:
+        r = child("a", args)
+        rows["a"] = {"wall_s": r["wall_s"], "steady": steady(r["epoch_s"], args.records), "loss": r["loss"][-1]}
+        print("(a)", json.dumps(rows["a"]), flush=True)
+    if "b" not in skip:
+        cluster, procs = pss_cluster(args.workers)
+        t0 = time.perf_counter()
+        try:
+            os.environ["TF_CONFIG"] = json.dumps({"cluster": cluster, "task": {"type": "chief", "index": 0}})
+            r = child("b", args)
+        finally:
+            os.environ.pop("TF_CONFIG", None)
+            for p in procs:
+                p.kill()
+                p.wait(timeout=30)
+        rows["b"] = {"wall_s": time.perf_counter() - t0, "steady": steady(r["epoch_s"], args.records),
+                     "loss": r["loss"][-1]}
+        print("(b)", json.dumps(rows["b"]), flush=True)
+    if "c" not in skip:
+        sys.path.insert(0, os.path.dirname(HERE))
+        from benchcluster import bench_cluster
+
+        with bench_cluster():
+            r = run_yarn(args, args.folder)
+        m = r["metrics"]
+        total = args.records * args.epochs
+        # steady: the samples after the first epoch (coordinator timestamps), examples over time
+        later = [s for s in r["samples"] if s.get("epoch", 0) >= 1]
+        if len(later) >= 2:
+            ex = lambda s: s["epoch"] * args.records + s["examples"]  # noqa: E731
+            rate = (ex(later[-1]) - ex(later[0])) / (later[-1]["time"] - later[0]["time"])
+        else:
+            rate = (total - args.task_records) / (m["train_seconds"] - (m["first_step_s"] or 0))
+        rows["c"] = {"wall_s": r["wall_s"], "steady": rate, "train_seconds": m["train_seconds"],
+                     "first_step_s": m["first_step_s"], "loss": m["epochs"][-1]["mean_loss"]}
+        print("(c)", json.dumps(rows["c"]), flush=True)
+    print(f"\nload after: {os.getloadavg()}")
+    print(f"{'run':<58} {'steady ex/s':>12} {'wall s':>8} {'last loss':>10}")
+    names = {"a": "(a) tf-keras fit, 1 process, local files",
+             "b": f"(b) tf-keras fit, PSS 1 PS + {args.workers} workers, local files",
+             "c": f"(c) tfhadoop train, 1 PS + {args.workers} workers, hdfs://"}
+    for k, row in rows.items():
+        print(f"{names[k]:<58} {row['steady']:>12.0f} {row['wall_s']:>8.1f} {row['loss']:>10.4f}")
+    if "b" in rows and "c" in rows:
+        print(f"(c)/(b): steady {rows['c']['steady'] / rows['b']['steady']:.2f}, "
+              f"wall {rows['c']['wall_s'] / rows['b']['wall_s']:.2f} (wall: lower is better)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
