@@ -51,6 +51,7 @@ CLIENT_CP='{client_cp}'
 TOOLS_CP='{tools_cp}'
 JAVA='{java}'
 LOG="-Dlog4j.configuration=file:{log4j_cli}"
+[ -n "$KRB5_CONFIG" ] && LOG="$LOG -Djava.security.krb5.conf=$KRB5_CONFIG"
 cmd="$1"; [ $# -gt 0 ] && shift
 case "$cmd" in
   classpath) echo "$CONF:$CLIENT_CP" ;;
@@ -69,6 +70,7 @@ HDFS_SHIM = """\
 # hdfs command of the tfhadoop embedded cluster (written by `tfhadoop cluster up`).
 cmd="$1"; [ $# -gt 0 ] && shift
 LOG="-Dlog4j.configuration=file:{log4j_cli}"
+[ -n "$KRB5_CONFIG" ] && LOG="$LOG -Djava.security.krb5.conf=$KRB5_CONFIG"
 case "$cmd" in
   dfs) exec '{java}' $LOG -cp '{conf}:{tools_cp}' org.apache.hadoop.fs.FsShell "$@" ;;
   dfsadmin) exec '{java}' $LOG -cp '{conf}:{tools_cp}' org.apache.hadoop.hdfs.tools.DFSAdmin "$@" ;;
@@ -92,6 +94,8 @@ class ClusterOptions:
     nm_vcores: int = 8
     namenode_port: int = 0
     jvm_heap: str = "1536m"
+    secure: bool = False  # Kerberos: see tfhadoop.yarn.secure
+    token_renew_seconds: int = 120
 
 
 def _read_classpath(name: str) -> list[str]:
@@ -191,6 +195,10 @@ class EmbeddedCluster:
             "--namenode-port", str(namenode_port),
             "--client-classpath", os.pathsep.join(client_cp),
         ]
+        if options.secure:
+            from tfhadoop.yarn import secure
+
+            cmd += secure.jvm_args(options.token_renew_seconds)
         env = dict(os.environ)
         env.pop("HADOOP_CONF_DIR", None)
         env["JAVA_HOME"] = java_home() or ""
@@ -333,6 +341,11 @@ class EmbeddedCluster:
         lines = [f"export HADOOP_CONF_DIR={self.conf_dir}", f"export PATH={self.bin_dir}:$PATH"]
         if java_home():
             lines.append(f"export JAVA_HOME={java_home()}")
+        info = self.info() or {}
+        if info.get("secure"):
+            from tfhadoop.yarn import secure
+
+            lines += secure.env_lines(self.state_dir, info)
         return lines
 
     def status(self) -> dict:
