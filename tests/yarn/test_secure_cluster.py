@@ -27,9 +27,9 @@ def secure_cluster():
     state = Path(tempfile.mkdtemp(prefix="tfhadoop-test-secure-"))
     cluster = EmbeddedCluster(state)
     t0 = time.monotonic()
-    info = cluster.up(ClusterOptions(node_managers=1, secure=True, token_renew_seconds=60))
-    print(f"secure cluster up in {time.monotonic() - t0:.1f} s (daemons {info['start_seconds']:.1f} s)")
     try:
+        info = cluster.up(ClusterOptions(node_managers=1, secure=True, token_renew_seconds=60))
+        print(f"secure cluster up in {time.monotonic() - t0:.1f} s (daemons {info['start_seconds']:.1f} s)")
         yield cluster, info
     finally:
         cluster.down()

@@ -376,8 +376,8 @@ def cluster_health(conf: HadoopConf) -> dict:
         out["resourcemanager"] = {"state": cinfo.get("state"), "ha_state": cinfo.get("haState"),
                                   "version": cinfo.get("resourceManagerVersion")}
         nodes = (_http_json(rm + "/ws/v1/cluster/nodes").get("nodes") or {}).get("node", [])
-        out["nodes"] = [{"id": n["id"], "state": n["state"], **_resources(n["availableResource"], "available_"),
-                         **_resources(n["usedResource"], "used_")} for n in nodes]
+        out["nodes"] = [{"id": n["id"], "state": n["state"], **_resources(n.get("availableResource") or {}, "available_"),
+                         **_resources(n.get("usedResource") or {}, "used_")} for n in nodes]
         sched = _http_json(rm + "/ws/v1/cluster/scheduler")["scheduler"]["schedulerInfo"]
         out["queues"] = [{"name": q["queueName"], "capacity": q.get("capacity"),
                           "max_capacity": q.get("maxCapacity"), "used_capacity": q.get("usedCapacity"),
@@ -389,7 +389,7 @@ def cluster_health(conf: HadoopConf) -> dict:
 
 
 def _resources(res: dict, prefix: str) -> dict:
-    out = {f"{prefix}memory_mb": res.get("memory"), f"{prefix}vcores": res.get("vCores")}
+    out = {f"{prefix}memory_mb": res.get("memory", 0), f"{prefix}vcores": res.get("vCores", 0)}
     for ri in (res.get("resourceInformations") or {}).get("resourceInformation", []):
         if ri.get("name") == "yarn.io/gpu":
             out[f"{prefix}gpus"] = ri.get("value")
