@@ -19,6 +19,7 @@ import tempfile
 from tfhadoop.errors import ClusterError
 
 HINT = "run kinit or pass --principal/--keytab"
+_PRINCIPAL_ENV, _KEYTAB_ENV = "TFHADOOP_KRB_PRINCIPAL", "TFHADOOP_KRB_KEYTAB"
 # What Kerberos failures look like in hdfs-native's (libgssapi) and Hadoop's (JDK) messages.
 _KRB_FAILURE = re.compile(
     r"No Kerberos credentials|GSS(API)?[ _-]?(exception|error|failure)|Failed to find any Kerberos tgt|"
@@ -92,7 +93,14 @@ def login_from_keytab(principal: str, keytab: str) -> str:
         reason = re.sub(r"^kinit:\s*", "", reason)
         raise KerberosError(f"cannot log in as {principal} with keytab {keytab}: {reason}")
     os.environ["KRB5CCNAME"] = f"FILE:{cache}"
+    os.environ[_PRINCIPAL_ENV], os.environ[_KEYTAB_ENV] = principal, os.path.abspath(keytab)
     return cache
+
+
+def keytab_login() -> tuple[str | None, str | None]:
+    """(principal, keytab) of this command's --principal/--keytab login, for clients that log in
+    by themselves from a keytab (Spark: spark.kerberos.principal/keytab)."""
+    return os.environ.get(_PRINCIPAL_ENV), os.environ.get(_KEYTAB_ENV)
 
 
 def explain(exc: BaseException | str, target: str) -> KerberosError | None:
