@@ -151,3 +151,56 @@ def test_keytab_login_and_a_second_user_cannot_read_the_first_users_files(secure
     proc, secs = _tfh(env, "records", "count", url, "--principal", info["other_principal"],
                       "--keytab", info["other_keytab"])
     _one_line_error(proc, secs, "Permission denied: user=intruder", f'inode="/user/{user}"')
+
+
+CONTAINER_CHECK = """
+import os, sys
+from tfhadoop.connectors import tfrecord
+url, out = sys.argv[1], sys.argv[2]
+assert os.environ.get("HADOOP_TOKEN_FILE_LOCATION"), "no delegation tokens in the container"
+n = sum(1 for _ in tfrecord.read_records(url))
+import tensorflow as tf
+import tfhadoop.tfhdfs
+m = sum(1 for _ in tf.data.TFRecordDataset(url))
+with tf.io.gfile.GFile(out, "w") as f:
+    f.write(f"{n} {m}")
+"""
+
+
+def test_container_uses_delegation_tokens_for_hdfs_and_the_tf_plugin(secure_cluster, tmp_path):
+    """A YARN container has no ticket: hdfs-native and the TF hdfs:// plugin (read and write)
+    authenticate with the application's HDFS delegation tokens (HADOOP_TOKEN_FILE_LOCATION)."""
+    cluster, info = secure_cluster
+    env = _env(cluster, info, tmp_path / "cc")
+    env["SKEIN_DRIVER_JAVA_OPTIONS"] = f"-Djava.security.krb5.conf={info['krb5_conf']}"
+    _kinit(env, info["principal"], info["keytab"])
+    user = info["principal"].split("@")[0]
+    data = info["fs_default"] + f"/user/{user}/tokens/part-0.tfrecord"
+    out = info["fs_default"] + f"/user/{user}/tokens/out.txt"
+    subprocess.run([sys.executable, "-c", "from tfhadoop.connectors import tfrecord as t; "
+                    f"t.write_records({data!r}, [b'x'] * 7)"], env=env, check=True, timeout=120)
+    (tmp_path / "check.py").write_text(CONTAINER_CHECK)
+    submit = f"""
+import skein, time
+spec = skein.ApplicationSpec(name="tfhadoop-token-check", queue="default", master=skein.Master(
+    resources=skein.Resources(memory=1024, vcores=1),
+    script="{sys.executable} {tmp_path / 'check.py'} {data} {out}"))
+with skein.Client(log=False) as client:
+    app = client.submit(spec)
+    deadline = time.time() + 240
+    while time.time() < deadline:
+        report = client.application_report(app)
+        if report.state in ("FINISHED", "FAILED", "KILLED"):
+            break
+        time.sleep(1)
+    print(report.state, report.final_status)
+"""
+    proc = subprocess.run([sys.executable, "-c", submit], env=env, capture_output=True, text=True, timeout=300)
+    assert "FINISHED SUCCEEDED" in proc.stdout, proc.stdout + proc.stderr[-3000:]
+    check = subprocess.run([sys.executable, "-m", "tfhadoop", "records", "count", data], env=env,
+                           capture_output=True, text=True, timeout=60)
+    assert check.stdout.split()[0] == "7"
+    read = subprocess.run([sys.executable, "-c", "import hdfs_native, sys; c = hdfs_native.Client(); "
+                           f"print(c.read({out.split(info['fs_default'])[1]!r}).read().decode())"],
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert read.stdout.strip() == "7 7", read.stdout + read.stderr[-2000:]
