@@ -183,7 +183,7 @@ def test_container_uses_delegation_tokens_for_hdfs_and_the_tf_plugin(secure_clus
     submit = f"""
 import skein, time
 spec = skein.ApplicationSpec(name="tfhadoop-token-check", queue="default", master=skein.Master(
-    resources=skein.Resources(memory=1024, vcores=1),
+    resources=skein.Resources(memory=1024, vcores=1), env={{"HADOOP_CONF_DIR": "{cluster.conf_dir}"}},
     script="{sys.executable} {tmp_path / 'check.py'} {data} {out}"))
 with skein.Client(log=False) as client:
     app = client.submit(spec)
