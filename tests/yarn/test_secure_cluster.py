@@ -58,6 +58,14 @@ def _tfh(env, *argv, timeout=60):
     return proc, time.monotonic() - t0
 
 
+def _container_logs(cluster) -> str:
+    """The containers' stderr/stdout in the NodeManagers' log dirs: why a container failed."""
+    out = []
+    for f in sorted(cluster.state_dir.glob("target/**/container_*/std*")):
+        out.append(f"--- {f.parent.name}/{f.name}\n" + f.read_text(errors="replace")[-3000:])
+    return "\n".join(out)
+
+
 def _one_line_error(proc, seconds, *needles):
     assert proc.returncode != 0, proc.stdout
     lines = proc.stderr.strip().splitlines()
@@ -129,8 +137,8 @@ def test_stale_keytab_names_the_principal(secure_cluster):
 def test_expired_ticket_names_the_principal(secure_cluster, tmp_path):
     cluster, info = secure_cluster
     env = _env(cluster, info, tmp_path / "cc")
-    _kinit(env, info["principal"], info["keytab"], "-l", "3s")
-    time.sleep(4)
+    _kinit(env, info["principal"], info["keytab"], "-l", "5s")
+    time.sleep(6)
     proc, secs = _tfh(env, "records", "count", info["fs_default"] + "/user/x")
     _one_line_error(proc, secs, f"the Kerberos ticket of {info['principal']} has expired",
                     f"run kinit {info['principal']}")
@@ -183,7 +191,7 @@ def test_container_uses_delegation_tokens_for_hdfs_and_the_tf_plugin(secure_clus
     submit = f"""
 import skein, time
 spec = skein.ApplicationSpec(name="tfhadoop-token-check", queue="default", master=skein.Master(
-    resources=skein.Resources(memory=1024, vcores=1), env={{"HADOOP_CONF_DIR": "{cluster.conf_dir}"}},
+    resources=skein.Resources(memory=1024, vcores=1), env={{"HADOOP_CONF_DIR": "{cluster.conf_dir}", "HOME": "{os.environ['HOME']}", "PATH": "{os.environ['PATH']}"}},
     script="{sys.executable} {tmp_path / 'check.py'} {data} {out}"))
 with skein.Client(log=False) as client:
     app = client.submit(spec)
@@ -193,10 +201,10 @@ with skein.Client(log=False) as client:
         if report.state in ("FINISHED", "FAILED", "KILLED"):
             break
         time.sleep(1)
-    print(report.state, report.final_status)
+    print(report.state, report.final_status, report.diagnostics)
 """
     proc = subprocess.run([sys.executable, "-c", submit], env=env, capture_output=True, text=True, timeout=300)
-    assert "FINISHED SUCCEEDED" in proc.stdout, proc.stdout + proc.stderr[-3000:]
+    assert "FINISHED SUCCEEDED" in proc.stdout, proc.stdout + proc.stderr[-3000:] + _container_logs(cluster)
     check = subprocess.run([sys.executable, "-m", "tfhadoop", "records", "count", data], env=env,
                            capture_output=True, text=True, timeout=60)
     assert check.stdout.split()[0] == "7"
