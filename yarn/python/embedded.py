@@ -180,7 +180,7 @@ class EmbeddedCluster:
         cluster_cp = _read_classpath("cluster-classpath.txt")
         client_cp = _read_classpath("client-classpath.txt")
         namenode_port = self._namenode_port(options.namenode_port)
-        for d in (self.conf_dir, self.bin_dir, self.logs_dir):
+        for d in (self.conf_dir, self.bin_dir, self.logs_dir, self.state_dir / "jvm-conf"):
             d.mkdir(parents=True, exist_ok=True)
         log4j = self.state_dir / "log4j.properties"
         log4j.write_text(LOG4J.format(log=self.logs_dir / "hadoop.log"))
@@ -188,7 +188,8 @@ class EmbeddedCluster:
         cmd = [
             java, f"-Xmx{options.jvm_heap}", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
             f"-Dlog4j.configuration=file:{log4j}",
-            "-cp", os.pathsep.join(cluster_cp), MAIN_CLASS,
+            # jvm-conf/: configuration the JVM writes for its own Configurations (--secure: SecureSetup)
+            "-cp", os.pathsep.join([str(self.state_dir / "jvm-conf"), *cluster_cp]), MAIN_CLASS,
             "--state-dir", str(self.state_dir), "--conf-dir", str(self.conf_dir),
             "--node-managers", str(options.node_managers), "--gpus-per-node", str(options.gpus_per_node),
             "--nm-memory-mb", str(options.nm_memory_mb), "--nm-vcores", str(options.nm_vcores),

@@ -110,6 +110,7 @@ public final class EmbeddedCluster {
     if (opts.secure) {
       secure = SecureSetup.start(opts.stateDir, opts.user, opts.host);
       secure.configure(conf, opts.tokenRenewSeconds);
+      SecureSetup.addDefaultResource(opts.stateDir, conf);
       UserGroupInformation.setConfiguration(conf);
       System.out.println("KDC up, realm " + secure.realm);
     }

@@ -154,6 +154,31 @@ final class SecureSetup {
     conf.setLong("yarn.resourcemanager.delegation.token.renew-interval", renewSeconds * 1000L);
   }
 
+  /**
+   * The client half of the security settings as a default resource of every Configuration in this
+   * JVM: the NodeManagers' resource localizer builds its own `new Configuration()` to download a
+   * container's files with the application's tokens, and without dfs.data.transfer.protection
+   * there it skips the SASL handshake the DataNode requires. The file goes into jvm-conf/ of the
+   * state dir, which `tfhadoop cluster up` puts on this JVM's classpath.
+   */
+  static void addDefaultResource(File stateDir, Configuration conf) throws IOException {
+    String[] keys = {"hadoop.security.authentication", "hadoop.security.authorization",
+        "dfs.data.transfer.protection", "dfs.block.access.token.enable", "dfs.namenode.kerberos.principal",
+        "dfs.datanode.kerberos.principal", "yarn.resourcemanager.principal", "yarn.nodemanager.principal"};
+    StringBuilder sb = new StringBuilder("<?xml version=\"1.0\"?>\n<configuration>\n");
+    for (String k : keys) {
+      sb.append("  <property><name>").append(k).append("</name><value>").append(conf.get(k))
+          .append("</value></property>\n");
+    }
+    sb.append("</configuration>\n");
+    File dir = new File(stateDir, "jvm-conf");
+    dir.mkdirs();
+    Files.write(new File(dir, RESOURCE).toPath(), sb.toString().getBytes(StandardCharsets.UTF_8));
+    Configuration.addDefaultResource(RESOURCE);
+  }
+
+  static final String RESOURCE = "tfhadoop-secure-site.xml";
+
   String principal(String user) {
     return user + "@" + realm;
   }
