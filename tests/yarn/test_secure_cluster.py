@@ -61,7 +61,7 @@ def _tfh(env, *argv, timeout=60):
 def _container_logs(cluster) -> str:
     """The containers' stderr/stdout in the NodeManagers' log dirs: why a container failed."""
     out = []
-    for f in sorted(cluster.state_dir.glob("target/**/container_*/*")):
+    for f in sorted(p for p in cluster.state_dir.glob("target/**/container_*/*") if p.is_file()):
         out.append(f"--- {f.parent.name}/{f.name}\n" + f.read_text(errors="replace")[-3000:])
     return "\n".join(out)
 
