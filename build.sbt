@@ -32,6 +32,8 @@ lazy val cluster = (project in file("yarn/cluster"))
       "org.bouncycastle" % "bcpkix-jdk18on" % "1.82",
       // Skein's application master registers Hadoop's AmIpFilter, which the client jars lack.
       ("org.apache.hadoop" % "hadoop-yarn-server-web-proxy" % hadoopVersion).intransitive(),
+      // `cluster up --secure`: Hadoop's test KDC (Apache Kerby), as Hadoop's secure mini-cluster tests use.
+      "org.apache.hadoop" % "hadoop-minikdc" % hadoopVersion,
     ),
     writeClusterClasspath := {
       val out = (ThisBuild / baseDirectory).value / "jars"

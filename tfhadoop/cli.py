@@ -46,7 +46,47 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
             sub.add_parser(name, help=help_text, add_help=False)
             continue
         importlib.import_module(module).register(sub)
+        if name in KERBEROS_COMMANDS:
+            kerberos_options(sub.choices[name])
     return parser
+
+
+# Commands that reach HDFS or YARN: on a Kerberized cluster they log in from --keytab, or need a
+# ticket. train/status/logs/kill/follow/jobs always talk to YARN; the others check when they
+# first reach HDFS (tfhadoop.connectors.hdfs).
+KERBEROS_COMMANDS = {"records", "export", "demo", "train", "status", "logs", "kill", "follow", "jobs"}
+YARN_COMMANDS = {"train", "status", "logs", "kill", "follow", "jobs"}
+
+
+def kerberos_options(p: argparse.ArgumentParser) -> None:
+    """On the command's own parser, or on each of its actions (`records count`, ...)."""
+    subs = [a for a in p._actions if isinstance(a, argparse._SubParsersAction)]
+    if subs:
+        for child in subs[0].choices.values():
+            kerberos_options(child)
+        return
+    g = p.add_argument_group("Kerberos (clusters with hadoop.security.authentication=kerberos)")
+    g.add_argument("--principal", help="log in as this principal from --keytab (default: the kinit ticket cache)")
+    g.add_argument("--keytab", help="keytab file of --principal")
+
+
+def _kerberos_login(args) -> None:
+    """--principal/--keytab: kinit into a private cache; a YARN command without them needs a ticket."""
+    from tfhadoop import kerberos
+
+    principal, keytab = getattr(args, "principal", None), getattr(args, "keytab", None)
+    if bool(principal) != bool(keytab):
+        raise CommandError("--principal and --keytab go together")
+    if args.command not in KERBEROS_COMMANDS or not kerberos.security_enabled():
+        return
+    kerberos.prepare_skein_env()
+    if keytab:
+        kerberos.login_from_keytab(principal, keytab)
+    elif args.command in YARN_COMMANDS:
+        from tfhadoop import hadoop
+
+        conf = hadoop.load_conf()
+        kerberos.require_ticket(f"YARN at {conf.get('yarn.resourcemanager.address') or conf.default_fs}")
 
 
 def _version() -> str:
@@ -70,6 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
+        _kerberos_login(args)
         result = args.func(args)
     except TfhadoopError as exc:  # errors the user can act on: their message, no traceback unless -v
         if args.verbose:

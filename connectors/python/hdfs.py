@@ -18,8 +18,11 @@ from __future__ import annotations
 import fnmatch
 import getpass
 import os
+import re
 import threading
 from urllib.parse import urlparse
+
+from tfhadoop import kerberos
 
 __all__ = ["HdfsError", "filesystem", "NativeFS", "WebHdfsFS", "BACKENDS", "DEFAULT_BACKEND"]
 
@@ -77,7 +80,12 @@ class _HdfsFS:
     def _fail(self, what: str, path: str, exc: Exception) -> HdfsError:
         if isinstance(exc, FileNotFoundError):
             return FileNotFoundError(f"{_unstrip(self.base, path)}: no such file")
-        return HdfsError(f"HDFS {what} of {_unstrip(self.base, path)} failed via {self.name} ({self.base}): {exc}")
+        text = str(exc)
+        m = re.search(r'AccessControlException", "(.*?)(?:\\n|"\))', text)
+        if m:  # the NameNode's reason, without the Java stack trace the RPC error carries
+            reason = m.group(1).replace('\\"', '"')
+            return PermissionError(f"HDFS {what} of {_unstrip(self.base, path)}: {reason}")
+        return HdfsError(f"HDFS {what} of {_unstrip(self.base, path)} failed via {self.name} ({self.base}): {text}")
 
     def expand(self, url: str, recursive: bool = True) -> list[str]:
         _, path = _split(url)
@@ -304,6 +312,12 @@ class WebHdfsFS(_HdfsFS):
         self._status("/")
 
 
+def _secured() -> bool:
+    """Kerberos in the client conf, and no delegation tokens to use instead (a YARN container has
+    them in HADOOP_TOKEN_FILE_LOCATION and no ticket)."""
+    return kerberos.security_enabled() and not os.environ.get("HADOOP_TOKEN_FILE_LOCATION")
+
+
 _CACHE: dict = {}
 _LOCK = threading.Lock()
 
@@ -327,12 +341,20 @@ def filesystem(url: str, backend: str | None = None):
         if fs is not None:
             return fs
         order = [chosen] if backend else [chosen] + [b for b in BACKENDS if b != chosen]
+        secured = _secured()
+        if secured:
+            # WebHDFS here is InsecureClient (no SPNEGO): on a Kerberized cluster only hdfs-native
+            kerberos.require_ticket(base)
+            order = [b for b in order if b == "native"] or order
         errors = []
         for kind in order:
             try:
                 fs = _make(kind, base)
                 fs.check()
             except Exception as exc:  # noqa: BLE001 - ImportError, OSError, CommandError (no conf)
+                krb = kerberos.explain(exc, base) if secured else None
+                if krb is not None:
+                    raise krb from None
                 errors.append(f"{kind}: {exc}")
                 continue
             _CACHE[key] = fs

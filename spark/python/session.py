@@ -9,7 +9,7 @@ import os
 import sys
 from pathlib import Path
 
-from tfhadoop import hadoop
+from tfhadoop import hadoop, kerberos
 
 
 def tfhadoop_jar() -> str | None:
@@ -49,11 +49,31 @@ def builder(app_name: str = "tfhadoop", master: str | None = None, hive: bool = 
     jar = tfhadoop_jar()
     if jar:
         b = b.config("spark.jars", jar)
+    driver_java = []
     if hive:
-        b = _with_hive(b, conf, state_dir, metastore_dir)
+        b, meta = _with_hive(b, conf, state_dir, metastore_dir)
+        driver_java.append(f"-Dderby.system.home={meta}")
+    if kerberos.security_enabled(conf):
+        b, krb_java = _with_kerberos(b)
+        driver_java += krb_java
+    if driver_java:
+        b = b.config("spark.driver.extraJavaOptions", " ".join(driver_java))
     for key, value in (extra_conf or {}).items():
         b = b.config(key, value)
     return b
+
+
+def _with_kerberos(b):
+    """A Kerberized cluster: the driver JVM reads $KRB5_CONFIG's file, and a --principal/--keytab
+    login of the command (tfhadoop.kerberos) becomes Spark's own (spark.kerberos.*), so Spark on
+    YARN obtains and renews delegation tokens for its executors from the keytab."""
+    opts = kerberos.java_options()
+    principal, keytab = kerberos.keytab_login()
+    if principal:
+        b = b.config("spark.kerberos.principal", principal).config("spark.kerberos.keytab", keytab)
+    if opts:
+        b = b.config("spark.executor.extraJavaOptions", " ".join(opts))
+    return b, opts
 
 
 def _on_yarn(b):
@@ -84,8 +104,7 @@ def _with_hive(b, conf: hadoop.HadoopConf, state_dir: Path | None, metastore_dir
             .config("spark.sql.catalogImplementation", "hive")
             .config("spark.hadoop.javax.jdo.option.ConnectionURL",
                     f"jdbc:derby:;databaseName={meta / 'metastore_db'};create=true")
-            .config("spark.hadoop.hive.metastore.warehouse.dir", warehouse)
-            .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={meta}"))
+            .config("spark.hadoop.hive.metastore.warehouse.dir", warehouse)), meta
 
 
 def get_session(app_name: str = "tfhadoop", master: str | None = None, hive: bool = False, **kw):

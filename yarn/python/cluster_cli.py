@@ -17,6 +17,9 @@ def register(subparsers) -> None:
     def with_state(sp):
         sp.add_argument("--state-dir", help="where conf, data and logs live "
                                             "(default: $TFHADOOP_STATE_DIR or ~/.tfhadoop/cluster)")
+        sp.add_argument("--secure", action="store_true",
+                        help="the Kerberized cluster (KDC, Kerberos HDFS and YARN); its default state dir "
+                             "is the ordinary one's with -secure appended")
         return sp
 
     up = with_state(sub.add_parser("up", help="start the cluster (no-op if it is running)"))
@@ -27,6 +30,8 @@ def register(subparsers) -> None:
     up.add_argument("--namenode-port", type=int, default=0, help="fixed NameNode RPC port (default: a free one)")
     up.add_argument("--format", action="store_true", help="wipe existing HDFS data (and the Hive metastore that points at it) before starting")
     up.add_argument("--timeout", type=float, default=180, help="seconds to wait for the cluster (default 180)")
+    up.add_argument("--token-renew-seconds", type=int, default=120,
+                    help="with --secure: delegation tokens expire unless renewed this often (default 120)")
     up.set_defaults(func=_up)
     with_state(sub.add_parser("down", help="stop the cluster this state dir started")).set_defaults(func=_down)
     st = with_state(sub.add_parser("status", help="NameNode/ResourceManager health, nodes, queues"))
@@ -35,11 +40,20 @@ def register(subparsers) -> None:
     with_state(sub.add_parser("env", help="print the exports that point clients at the cluster")).set_defaults(func=_env)
 
 
+def _cluster(args) -> EmbeddedCluster:
+    if args.state_dir or not args.secure:
+        return EmbeddedCluster(args.state_dir)
+    from tfhadoop.yarn.secure import secure_state_dir
+
+    return EmbeddedCluster(secure_state_dir())
+
+
 def _up(args) -> int:
-    cluster = EmbeddedCluster(args.state_dir)
+    cluster = _cluster(args)
     opts = ClusterOptions(node_managers=args.node_managers, gpus_per_node=args.gpus_per_node,
                           nm_memory_mb=args.nm_memory_mb, nm_vcores=args.nm_vcores,
-                          namenode_port=args.namenode_port)
+                          namenode_port=args.namenode_port, secure=args.secure,
+                          token_renew_seconds=args.token_renew_seconds)
     info = cluster.up(opts, timeout=args.timeout, format_hdfs=args.format)
     if "ready_seconds" in info:
         print(f"embedded cluster up in {info['ready_seconds']:.1f} s (daemons {info['start_seconds']:.1f} s), "
@@ -48,6 +62,10 @@ def _up(args) -> int:
         print(f"embedded cluster already running, pid {info['pid']}, state dir {cluster.state_dir}")
     print(f"  HDFS:          {info['fs_default']}  (WebHDFS http://{info['namenode_http']})")
     print(f"  YARN RM UI:    http://{info['rm_webapp']}")
+    if info.get("secure"):
+        from tfhadoop.yarn import secure
+
+        print("\n".join(secure.describe(info)))
     print("To use it from a shell:")
     for line in cluster.env_lines():
         print("  " + line)
@@ -55,7 +73,7 @@ def _up(args) -> int:
 
 
 def _down(args) -> int:
-    cluster = EmbeddedCluster(args.state_dir)
+    cluster = _cluster(args)
     if cluster.down():
         print(f"embedded cluster in {cluster.state_dir} stopped")
     else:
@@ -64,7 +82,7 @@ def _down(args) -> int:
 
 
 def _status(args) -> int:
-    cluster = EmbeddedCluster(args.state_dir)
+    cluster = _cluster(args)
     st = cluster.status()
     if args.json:
         print(json.dumps(st, indent=2))
@@ -88,7 +106,7 @@ def _status(args) -> int:
 
 
 def _env(args) -> int:
-    cluster = EmbeddedCluster(args.state_dir)
+    cluster = _cluster(args)
     if not cluster.is_running():
         print(f"# the embedded cluster in {cluster.state_dir} is not running: `tfhadoop cluster up` first")
         return 3

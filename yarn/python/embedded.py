@@ -51,6 +51,7 @@ CLIENT_CP='{client_cp}'
 TOOLS_CP='{tools_cp}'
 JAVA='{java}'
 LOG="-Dlog4j.configuration=file:{log4j_cli}"
+[ -n "$KRB5_CONFIG" ] && LOG="$LOG -Djava.security.krb5.conf=$KRB5_CONFIG"
 cmd="$1"; [ $# -gt 0 ] && shift
 case "$cmd" in
   classpath) echo "$CONF:$CLIENT_CP" ;;
@@ -69,6 +70,7 @@ HDFS_SHIM = """\
 # hdfs command of the tfhadoop embedded cluster (written by `tfhadoop cluster up`).
 cmd="$1"; [ $# -gt 0 ] && shift
 LOG="-Dlog4j.configuration=file:{log4j_cli}"
+[ -n "$KRB5_CONFIG" ] && LOG="$LOG -Djava.security.krb5.conf=$KRB5_CONFIG"
 case "$cmd" in
   dfs) exec '{java}' $LOG -cp '{conf}:{tools_cp}' org.apache.hadoop.fs.FsShell "$@" ;;
   dfsadmin) exec '{java}' $LOG -cp '{conf}:{tools_cp}' org.apache.hadoop.hdfs.tools.DFSAdmin "$@" ;;
@@ -92,6 +94,8 @@ class ClusterOptions:
     nm_vcores: int = 8
     namenode_port: int = 0
     jvm_heap: str = "1536m"
+    secure: bool = False  # Kerberos: see tfhadoop.yarn.secure
+    token_renew_seconds: int = 120
 
 
 def _read_classpath(name: str) -> list[str]:
@@ -176,7 +180,7 @@ class EmbeddedCluster:
         cluster_cp = _read_classpath("cluster-classpath.txt")
         client_cp = _read_classpath("client-classpath.txt")
         namenode_port = self._namenode_port(options.namenode_port)
-        for d in (self.conf_dir, self.bin_dir, self.logs_dir):
+        for d in (self.conf_dir, self.bin_dir, self.logs_dir, self.state_dir / "jvm-conf"):
             d.mkdir(parents=True, exist_ok=True)
         log4j = self.state_dir / "log4j.properties"
         log4j.write_text(LOG4J.format(log=self.logs_dir / "hadoop.log"))
@@ -184,13 +188,18 @@ class EmbeddedCluster:
         cmd = [
             java, f"-Xmx{options.jvm_heap}", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
             f"-Dlog4j.configuration=file:{log4j}",
-            "-cp", os.pathsep.join(cluster_cp), MAIN_CLASS,
+            # jvm-conf/: configuration the JVM writes for its own Configurations (--secure: SecureSetup)
+            "-cp", os.pathsep.join([str(self.state_dir / "jvm-conf"), *cluster_cp]), MAIN_CLASS,
             "--state-dir", str(self.state_dir), "--conf-dir", str(self.conf_dir),
             "--node-managers", str(options.node_managers), "--gpus-per-node", str(options.gpus_per_node),
             "--nm-memory-mb", str(options.nm_memory_mb), "--nm-vcores", str(options.nm_vcores),
             "--namenode-port", str(namenode_port),
             "--client-classpath", os.pathsep.join(client_cp),
         ]
+        if options.secure:
+            from tfhadoop.yarn import secure
+
+            cmd += secure.jvm_args(options.token_renew_seconds)
         env = dict(os.environ)
         env.pop("HADOOP_CONF_DIR", None)
         env["JAVA_HOME"] = java_home() or ""
@@ -333,6 +342,11 @@ class EmbeddedCluster:
         lines = [f"export HADOOP_CONF_DIR={self.conf_dir}", f"export PATH={self.bin_dir}:$PATH"]
         if java_home():
             lines.append(f"export JAVA_HOME={java_home()}")
+        info = self.info() or {}
+        if info.get("secure"):
+            from tfhadoop.yarn import secure
+
+            lines += secure.env_lines(self.state_dir, info)
         return lines
 
     def status(self) -> dict:
@@ -363,8 +377,8 @@ def cluster_health(conf: HadoopConf) -> dict:
         out["resourcemanager"] = {"state": cinfo.get("state"), "ha_state": cinfo.get("haState"),
                                   "version": cinfo.get("resourceManagerVersion")}
         nodes = (_http_json(rm + "/ws/v1/cluster/nodes").get("nodes") or {}).get("node", [])
-        out["nodes"] = [{"id": n["id"], "state": n["state"], **_resources(n["availableResource"], "available_"),
-                         **_resources(n["usedResource"], "used_")} for n in nodes]
+        out["nodes"] = [{"id": n["id"], "state": n["state"], **_resources(n.get("availableResource") or {}, "available_"),
+                         **_resources(n.get("usedResource") or {}, "used_")} for n in nodes]
         sched = _http_json(rm + "/ws/v1/cluster/scheduler")["scheduler"]["schedulerInfo"]
         out["queues"] = [{"name": q["queueName"], "capacity": q.get("capacity"),
                           "max_capacity": q.get("maxCapacity"), "used_capacity": q.get("usedCapacity"),
@@ -376,7 +390,7 @@ def cluster_health(conf: HadoopConf) -> dict:
 
 
 def _resources(res: dict, prefix: str) -> dict:
-    out = {f"{prefix}memory_mb": res.get("memory"), f"{prefix}vcores": res.get("vCores")}
+    out = {f"{prefix}memory_mb": res.get("memory", 0), f"{prefix}vcores": res.get("vCores", 0)}
     for ri in (res.get("resourceInformations") or {}).get("resourceInformation", []):
         if ri.get("name") == "yarn.io/gpu":
             out[f"{prefix}gpus"] = ri.get("value")

@@ -12,7 +12,11 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 
 import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.fs.permission.FsPermission;
 import org.apache.hadoop.hdfs.MiniDFSCluster;
+import org.apache.hadoop.security.UserGroupInformation;
 import org.apache.hadoop.util.ShutdownHookManager;
 import org.apache.hadoop.yarn.conf.YarnConfiguration;
 import org.apache.hadoop.yarn.server.MiniYARNCluster;
@@ -29,6 +33,7 @@ public final class EmbeddedCluster {
   private final Options opts;
   private MiniDFSCluster dfs;
   private MiniYARNCluster yarn;
+  private SecureSetup secure;
 
   private EmbeddedCluster(Options opts) {
     this.opts = opts;
@@ -45,6 +50,9 @@ public final class EmbeddedCluster {
     int namenodePort = 0;
     String clientClasspath = "";
     String host = "localhost";
+    boolean secure = false;
+    String user = System.getProperty("user.name");
+    int tokenRenewSeconds = 120;
 
     static Options parse(String[] args) {
       Options o = new Options();
@@ -61,6 +69,9 @@ public final class EmbeddedCluster {
           case "--client-classpath": o.clientClasspath = v; break;
           case "--namenode-port": o.namenodePort = Integer.parseInt(v); break;
           case "--host": o.host = v; break;
+          case "--secure": o.secure = Boolean.parseBoolean(v); break;
+          case "--user": o.user = v; break;
+          case "--token-renew-seconds": o.tokenRenewSeconds = Integer.parseInt(v); break;
           default: throw new IllegalArgumentException("unknown option " + args[i]);
         }
       }
@@ -96,6 +107,13 @@ public final class EmbeddedCluster {
     boolean format = !hasNameNodeStorage(hdfsDir);
     Configuration conf = baseConfiguration();
     conf.set(MiniDFSCluster.HDFS_MINIDFS_BASEDIR, hdfsDir.getAbsolutePath());
+    if (opts.secure) {
+      secure = SecureSetup.start(opts.stateDir, opts.user, opts.host);
+      secure.configure(conf, opts.tokenRenewSeconds);
+      SecureSetup.addDefaultResource(opts.stateDir, conf);
+      UserGroupInformation.setConfiguration(conf);
+      System.out.println("KDC up, realm " + secure.realm);
+    }
     dfs = new MiniDFSCluster.Builder(conf)
         .numDataNodes(1)
         .nameNodePort(opts.namenodePort)
@@ -106,6 +124,9 @@ public final class EmbeddedCluster {
     String defaultFs = dfs.getFileSystem().getUri().toString();
     conf.set("fs.defaultFS", defaultFs);
     System.out.println("HDFS up at " + defaultFs + (format ? " (formatted)" : " (existing data)"));
+    if (opts.secure) {
+      prepareSecureHdfs(dfs.getFileSystem());
+    }
 
     yarnConfiguration(conf);
     ResourceUtils.resetResourceTypes(conf);
@@ -123,6 +144,25 @@ public final class EmbeddedCluster {
     writeClientConfiguration(yarn.getConfig(), defaultFs);
   }
 
+  /**
+   * With permissions on: home dirs owned by the two users and private to them (jobs stage their
+   * files there), and the world-writable sticky dirs YARN and clients expect, made by the
+   * superuser (the service principal the daemons logged in as).
+   */
+  private void prepareSecureHdfs(FileSystem fs) throws IOException {
+    for (String dir : new String[] {"/tmp", "/tmp/logs", "/user"}) {
+      Path p = new Path(dir);
+      fs.mkdirs(p);
+      fs.setPermission(p, dir.equals("/user") ? new FsPermission((short) 0755) : new FsPermission((short) 01777));
+    }
+    for (String user : new String[] {opts.user, SecureSetup.OTHER_USER}) {
+      Path home = new Path("/user/" + user);
+      fs.mkdirs(home);
+      fs.setOwner(home, user, user);
+      fs.setPermission(home, new FsPermission((short) 0700));
+    }
+  }
+
   /** MiniDFSCluster keeps NameNode storage in name-N-M dirs; any formatted one means "reuse". */
   private static boolean hasNameNodeStorage(File hdfsDir) {
     File[] names = hdfsDir.listFiles((dir, n) -> n.startsWith("name"));
@@ -136,7 +176,7 @@ public final class EmbeddedCluster {
   private Configuration baseConfiguration() {
     YarnConfiguration conf = new YarnConfiguration();
     conf.set("hadoop.tmp.dir", new File(opts.stateDir, "tmp").getAbsolutePath());
-    conf.setBoolean("dfs.permissions.enabled", false);
+    conf.setBoolean("dfs.permissions.enabled", opts.secure);
     conf.setBoolean("dfs.webhdfs.enabled", true);
     conf.setInt("dfs.replication", 1);
     conf.set("dfs.namenode.rpc-address", opts.host + ":0");
@@ -215,6 +255,10 @@ public final class EmbeddedCluster {
     core.put("fs.defaultFS", defaultFs);
     core.put("hadoop.proxyuser." + System.getProperty("user.name") + ".hosts", "*");
     core.put("hadoop.proxyuser." + System.getProperty("user.name") + ".groups", "*");
+    if (secure != null) {
+      core.put("hadoop.security.authentication", "kerberos");
+      core.put("hadoop.security.authorization", "true");
+    }
     writeXml("core-site.xml", core);
 
     Configuration dconf = dfs.getConfiguration(0);
@@ -222,8 +266,15 @@ public final class EmbeddedCluster {
     hdfs.put("dfs.namenode.rpc-address", dconf.get("dfs.namenode.rpc-address"));
     hdfs.put("dfs.namenode.http-address", dconf.get("dfs.namenode.http-address"));
     hdfs.put("dfs.replication", "1");
-    hdfs.put("dfs.permissions.enabled", "false");
+    hdfs.put("dfs.permissions.enabled", Boolean.toString(secure != null));
     hdfs.put("dfs.webhdfs.enabled", "true");
+    if (secure != null) {
+      for (String k : new String[] {"dfs.namenode.kerberos.principal", "dfs.datanode.kerberos.principal",
+          "dfs.web.authentication.kerberos.principal", "dfs.block.access.token.enable",
+          "dfs.data.transfer.protection"}) {
+        hdfs.put(k, dconf.get(k));
+      }
+    }
     writeXml("hdfs-site.xml", hdfs);
 
     Map<String, String> yarnSite = new LinkedHashMap<>();
@@ -275,9 +326,23 @@ public final class EmbeddedCluster {
         + "  \"rm_address\": \"" + c.get(YarnConfiguration.RM_ADDRESS) + "\",\n"
         + "  \"rm_webapp\": \"" + c.get(YarnConfiguration.RM_WEBAPP_ADDRESS) + "\",\n"
         + "  \"node_managers\": " + opts.nodeManagers + ",\n"
+        + (secure == null ? "" : secureJson())
         + "  \"gpus_per_node\": " + opts.gpusPerNode + "\n"
         + "}\n";
     atomicWrite(new File(opts.stateDir, "cluster.json"), json);
+  }
+
+  private String secureJson() {
+    String other = SecureSetup.OTHER_USER;
+    return "  \"secure\": true,\n"
+        + "  \"realm\": \"" + secure.realm + "\",\n"
+        + "  \"service_principal\": \"" + secure.service + "\",\n"
+        + "  \"krb5_conf\": \"" + new File(opts.stateDir, "krb5.conf") + "\",\n"
+        + "  \"principal\": \"" + secure.principal(opts.user) + "\",\n"
+        + "  \"keytab\": \"" + secure.keytab(opts.user) + "\",\n"
+        + "  \"other_principal\": \"" + secure.principal(other) + "\",\n"
+        + "  \"other_keytab\": \"" + secure.keytab(other) + "\",\n"
+        + "  \"token_renew_seconds\": " + opts.tokenRenewSeconds + ",\n";
   }
 
   private static void atomicWrite(File target, String content) throws IOException {
@@ -297,6 +362,10 @@ public final class EmbeddedCluster {
     if (dfs != null) {
       try { dfs.shutdown(); } catch (Exception e) { System.err.println("stopping HDFS: " + e); }
       dfs = null;
+    }
+    if (secure != null) {
+      try { secure.stop(); } catch (Exception e) { System.err.println("stopping the KDC: " + e); }
+      secure = null;
     }
     System.out.println("tfhadoop embedded cluster stopped");
   }
