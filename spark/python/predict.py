@@ -426,16 +426,21 @@ def _session(args):
     return get_session("tfhadoop-predict", master=args.master, hive=hive, extra_conf=extra), True
 
 
+def _score(args) -> dict:
+    """One scoring run in the session the arguments ask for (stopped after if this run made it)."""
+    spark, owned = _session(args)
+    try:
+        return run_predict(spark, args)
+    finally:
+        if owned:
+            spark.stop()
+
+
 def _cli(args) -> int:
     from tfhadoop.trainer import console
 
     with console.stderr_to(None if getattr(args, "verbose", False) else console.log_path("predict")):
-        spark, owned = _session(args)
-        try:
-            info = run_predict(spark, args)
-        finally:
-            if owned:
-                spark.stop()
+        info = _score(args)
     target = f"table {args.output_table}" if args.output_table else f"{args.output} ({args.output_format})"
     print(f"scored with {args.model}: wrote {target} with column(s) {', '.join(info['columns'])}; "
           f"model loaded {info['model_loads']} time(s) on the executors")
@@ -450,12 +455,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        spark, owned = _session(args)
-        try:
-            info = run_predict(spark, args)
-        finally:
-            if owned:
-                spark.stop()
+        info = _score(args)
     except CommandError as exc:
         print(f"predict: error: {exc}", file=sys.stderr)
         return 1
