@@ -175,9 +175,6 @@ with tf.io.gfile.GFile(out, "w") as f:
 """
 
 
-@pytest.mark.xfail(reason="open: the container's files localize and Skein's AM starts (containers get the "
-                          "cluster's krb5.conf), but hdfs-native in the container does not pick the application's "
-                          "HDFS delegation token (GSS_S_NO_CRED)", strict=False)
 def test_container_uses_delegation_tokens_for_hdfs_and_the_tf_plugin(secure_cluster, tmp_path):
     """A YARN container has no ticket: hdfs-native and the TF hdfs:// plugin (read and write)
     authenticate with the application's HDFS delegation tokens (HADOOP_TOKEN_FILE_LOCATION)."""

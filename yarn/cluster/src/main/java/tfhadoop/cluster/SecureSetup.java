@@ -154,6 +154,7 @@ final class SecureSetup {
     conf.setLong("yarn.resourcemanager.delegation.token.renew-interval", renewSeconds * 1000L);
     // Containers (Skein's AM is a JVM) find the realm in this krb5.conf, not in /etc/krb5.conf: a
     // JVM with hadoop.security.authentication=kerberos fails at UGI start-up without one.
+    conf.setBoolean("hadoop.security.token.service.use_ip", false);
     String krb5 = new File(keytabDir.getParentFile(), "krb5.conf").getAbsolutePath();
     conf.set("yarn.nodemanager.admin-env", "MALLOC_ARENA_MAX=$MALLOC_ARENA_MAX,KRB5_CONFIG=" + krb5
         + ",JAVA_TOOL_OPTIONS=-Djava.security.krb5.conf=" + krb5);
@@ -169,7 +170,8 @@ final class SecureSetup {
   static void addDefaultResource(File stateDir, Configuration conf) throws IOException {
     String[] keys = {"hadoop.security.authentication", "hadoop.security.authorization",
         "dfs.data.transfer.protection", "dfs.block.access.token.enable", "dfs.namenode.kerberos.principal",
-        "dfs.datanode.kerberos.principal", "yarn.resourcemanager.principal", "yarn.nodemanager.principal"};
+        "dfs.datanode.kerberos.principal", "yarn.resourcemanager.principal", "yarn.nodemanager.principal",
+        "hadoop.security.token.service.use_ip"};
     StringBuilder sb = new StringBuilder("<?xml version=\"1.0\"?>\n<configuration>\n");
     for (String k : keys) {
       sb.append("  <property><name>").append(k).append("</name><value>").append(conf.get(k))
