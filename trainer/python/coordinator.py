@@ -18,6 +18,7 @@ import time
 import traceback
 
 from tfhadoop.trainer import protocol
+from tfhadoop.trainer.job import job_settings
 
 os.environ.setdefault("GRPC_FAIL_FAST", "use_caller")
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
@@ -192,17 +193,17 @@ def run(job: dict, cluster: dict, work: str, app=None) -> dict:
             raise ValueError(f"{job['model']} returned a model that is not compiled")
         model.optimizer.build(model.trainable_variables)
     task_fn = build_task_fn(strategy, model, manifest.parse_spec, job["label"], job["batch_size"], manifest.compression,
-                            job.get("sample_weight"))
+                            job["sample_weight"])
 
     checkpoints = HdfsCheckpoints(tf.train.Checkpoint(model=model, optimizer=model.optimizer),
-                                  job["checkpoint_dir"], keep=job.get("keep_checkpoints", 5))
+                                  job["checkpoint_dir"], keep=job["keep_checkpoints"])
     ckpt_url = checkpoints.url
     summaries = Summaries(f"{ckpt_url}/{protocol.TENSORBOARD_DIR}")
     state = checkpoints.restore() or {"epoch": 0, "ledger": None, "steps": 0, "history": []}
     if state["steps"]:
         print(f"restored checkpoint: epoch {state['epoch']}, step {state['steps']}, "
               f"{len(state['ledger']['done']) if state['ledger'] else 0} tasks of the epoch done", flush=True)
-    policy = CheckpointPolicy(job.get("checkpoint_steps"), job.get("checkpoint_secs"))
+    policy = CheckpointPolicy(job["checkpoint_steps"], job["checkpoint_secs"])
     policy.saved(state["steps"])
 
     def save():
@@ -210,8 +211,8 @@ def run(job: dict, cluster: dict, work: str, app=None) -> dict:
         policy.saved(state["steps"])
         summaries.sync()
 
-    epochs, max_steps, batch_size = job.get("epochs"), job.get("steps"), job["batch_size"]
-    train_split, eval_split = job.get("train_split", "train"), job.get("eval_split", "eval")
+    epochs, max_steps, batch_size = job["epochs"], job["steps"], job["batch_size"]
+    train_split, eval_split = job["train_split"], job["eval_split"]
     expected = manifest.records(train_split)
     indexes = load_indexes(manifest, train_split)
     unindexed = sorted(p for p, i in indexes.items() if i is None)
@@ -257,7 +258,7 @@ def run(job: dict, cluster: dict, work: str, app=None) -> dict:
 
     while not training_done(state, epochs, max_steps):
         epoch = state["epoch"]
-        tasks = plan_epoch(manifest, train_split, job["task_records"], epoch=epoch, seed=job.get("seed", 0),
+        tasks = plan_epoch(manifest, train_split, job["task_records"], epoch=epoch, seed=job["seed"],
                            indexes=indexes)
         ledger = EpochLedger.from_json(state["ledger"]) if state["ledger"] else EpochLedger(epoch, expected)
         queue = ledger.remaining(tasks)
@@ -315,7 +316,7 @@ def run(job: dict, cluster: dict, work: str, app=None) -> dict:
         from tfhadoop.trainer.manifest import shard_url
         from tfhadoop.trainer.step import COMPRESSION, model_inputs
 
-        parse = parse_fn(manifest.parse_spec, job["label"], job.get("sample_weight"))
+        parse = parse_fn(manifest.parse_spec, job["label"], job["sample_weight"])
         files = [shard_url(manifest, s) for s in manifest.split(eval_split)]
         ds = tf.data.TFRecordDataset(files, compression_type=COMPRESSION[manifest.compression]).batch(256).map(parse)
         ds = ds.map(lambda f, *y_and_weight: (model_inputs(plain, f), *y_and_weight))
@@ -334,7 +335,8 @@ def main() -> int:
     servers are up: it imports TensorFlow, Keras and the model's module first (seconds that then
     overlap the containers' start) and waits for CLUSTER_JSON, which the master writes whole once
     every server in it is up."""
-    job = json.load(open(sys.argv[1]))
+    with open(sys.argv[1]) as f:
+        job = job_settings(json.load(f))
     cluster_file, work = sys.argv[2], sys.argv[3]
     app = None
     if os.environ.get("SKEIN_APPMASTER_ADDRESS") or os.environ.get("SKEIN_APPLICATION_ID"):

@@ -13,7 +13,7 @@ import re
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import MISSING, asdict, dataclass, field, fields
 
 from tfhadoop.errors import CommandError
 from tfhadoop.trainer import protocol
@@ -121,6 +121,13 @@ class JobSpec:
 
         with open(path) as f:
             return cls.from_dict(yaml.safe_load(f) or {})
+
+
+def job_settings(job: dict) -> dict:
+    """``job.json`` over the JobSpec's defaults, the one place they live: a key it lacks (a spec
+    written by an older client, a test) gets the same value as a spec built by ``JobSpec``."""
+    defaults = {f.name: f.default for f in fields(JobSpec) if f.default is not MISSING}
+    return {**defaults, **job}
 
 
 def pack_python_path(entries: list, folder: str) -> dict:

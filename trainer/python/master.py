@@ -48,7 +48,7 @@ import time
 
 from tfhadoop.ports import free_port
 from tfhadoop.trainer import protocol
-from tfhadoop.trainer.job import JobSpec
+from tfhadoop.trainer.job import job_settings
 from tfhadoop.trainer.jobpage import Sampler
 
 REPLACE_BACKOFF_MAX_S = 30  # a slot whose containers keep failing waits 2, 4, ... up to this many s
@@ -687,13 +687,6 @@ def application_attempt() -> int:
         return int(parts[-2])
     except (IndexError, ValueError):
         return 1
-
-
-def job_settings(job: dict) -> dict:
-    """``job.json`` over the JobSpec's defaults, the one place they live: a key it lacks (a spec
-    written by an older client, a test) gets the same value as a spec built by ``JobSpec``."""
-    defaults = {f.name: f.default for f in dataclasses.fields(JobSpec) if f.default is not dataclasses.MISSING}
-    return {**defaults, **job}
 
 
 def write_result(job_dir: str, app_id: str, status: str, diagnostics: str) -> None:
