@@ -30,19 +30,22 @@ def _am_pid(app_id: str) -> int:
     raise AssertionError(f"no application master process of {app_id}")
 
 
-def test_hung_worker_is_killed_and_replaced(hadoop_cluster, dataset):
+def _train_and_stop(hadoop_cluster, dataset, role_key: str, workers: int, epochs: int, hang_timeout: int):
+    """``tfhadoop train`` with ``--hang-timeout``; after the first epoch the process of the role
+    ``role_key`` (``up/<role>/<slot>`` in the key-value store) is SIGSTOPped. Returns
+    ``run, proc, up, t_stop, out, err`` once the job has ended (the process is SIGCONTed then, in
+    case YARN did not kill it)."""
     import skein
 
-    epochs, hang_timeout = 5, 8
     run, proc = _train(hadoop_cluster, dataset, background=True,
-                       extra=["--workers", "2", "--epochs", str(epochs), "--hang-timeout", str(hang_timeout)])
+                       extra=["--workers", str(workers), "--epochs", str(epochs), "--hang-timeout", str(hang_timeout)])
     stopped = None
     try:
         app_id = _app_id(proc)
         _wait(lambda: (_state_epoch(run) or 0) >= 1 or proc.poll() is not None, 300, "one epoch")
         assert proc.poll() is None, proc.communicate()[1][-3000:]
         with skein.Client() as client:
-            up = json.loads(client.connect(app_id).kv["up/worker/1"].decode())
+            up = json.loads(client.connect(app_id).kv[role_key].decode())
         stopped = up["pid"]
         os.kill(stopped, signal.SIGSTOP)
         t_stop = time.time()
@@ -52,9 +55,15 @@ def test_hung_worker_is_killed_and_replaced(hadoop_cluster, dataset):
             proc.kill()
         if stopped is not None:
             try:
-                os.kill(stopped, signal.SIGCONT)  # YARN killed it; if not, do not leave it stopped
+                os.kill(stopped, signal.SIGCONT)
             except ProcessLookupError:
                 pass
+    return run, proc, up, t_stop, out, err
+
+
+def test_hung_worker_is_killed_and_replaced(hadoop_cluster, dataset):
+    epochs, hang_timeout = 5, 8
+    run, proc, up, t_stop, out, err = _train_and_stop(hadoop_cluster, dataset, "up/worker/1", 2, epochs, hang_timeout)
     assert proc.returncode == 0, (out + err)[-4000:]
     events = _events(run)
     kinds = [e["event"] for e in events]
@@ -113,29 +122,8 @@ def test_killed_application_master_resumes_in_attempt_2(hadoop_cluster, dataset)
 
 
 def test_hung_parameter_server_is_replaced_and_training_resumes_from_the_checkpoint(hadoop_cluster, dataset):
-    import skein
-
     epochs, hang_timeout = 4, 8
-    run, proc = _train(hadoop_cluster, dataset, background=True,
-                       extra=["--workers", "1", "--epochs", str(epochs), "--hang-timeout", str(hang_timeout)])
-    stopped = None
-    try:
-        app_id = _app_id(proc)
-        _wait(lambda: (_state_epoch(run) or 0) >= 1 or proc.poll() is not None, 300, "one epoch")
-        assert proc.poll() is None, proc.communicate()[1][-3000:]
-        with skein.Client() as client:
-            up = json.loads(client.connect(app_id).kv["up/ps/0"].decode())
-        stopped = up["pid"]
-        os.kill(stopped, signal.SIGSTOP)
-        out, err = proc.communicate(timeout=600)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        if stopped is not None:
-            try:
-                os.kill(stopped, signal.SIGCONT)
-            except ProcessLookupError:
-                pass
+    run, proc, up, _t_stop, out, err = _train_and_stop(hadoop_cluster, dataset, "up/ps/0", 1, epochs, hang_timeout)
     assert proc.returncode == 0, (out + err)[-4000:]
     events = _events(run)
     kinds = [e["event"] for e in events]
