@@ -267,3 +267,64 @@ def test_all_workers_preempted_at_once_are_replaced_and_training_waits_for_them(
     master.app.serve("worker", 1, "h:11")  # back at the same addresses: they rejoin, no restart
     master.step()
     assert _kinds(master).count("replacement_up") == 2 and _kinds(master).count("coordinator_started") == 1
+
+
+LOST_NODE = "Container released on a *lost* node"  # YARN's diagnostics for exit status -100
+
+
+def test_containers_of_a_lost_node_are_replaced_elsewhere_and_not_counted(master):
+    """Rows 3 and 7: the node holding the PS and worker 1 is lost (YARN: -100). Neither loss is the
+    slot's failure; the coordinator is stopped (the PS's variables are gone), both are replaced,
+    come back on another host, and the next coordinator gets the moved addresses."""
+    from tfhadoop.trainer import master as m
+
+    _start(master)
+    old = master.coordinator
+    for role, slot in (("ps", 0), ("worker", 1)):
+        c = next(c for c in master.app.containers if c.id == master.live[(role, slot)])
+        c.exit_message = LOST_NODE
+        master.app.lose(c.id)
+    master.step()
+    lost = [e for e in master.events.events if e["event"] == "container_lost"]
+    assert [(e["role"], e["slot"], e["node_lost"], e["preempted"]) for e in lost] == \
+        [("ps", 0, True, False), ("worker", 1, True, False)]
+    assert master.restarts == {}  # not counted against the slots' retries
+    assert old.returncode == -9 and master.state == m.State.WAITING
+    master.app.serve("ps", 0, "other:1")
+    master.app.serve("worker", 1, "other:11")
+    master.step()
+    assert {"ps_moved", "worker_moved"} <= set(_kinds(master))
+    assert master.state == m.State.TRAINING and _kinds(master)[-1] == "coordinator_started"
+    with open(f"{master.work}/cluster.json") as f:
+        given = json.load(f)
+    assert given["ps"] == ["other:1"] and given["worker"] == ["h:10", "other:11"]
+    assert "coordinator_failed" not in _kinds(master)
+
+
+def test_a_coordinator_is_not_given_servers_whose_heartbeat_stopped(master):
+    """A node vanishes: its PS's "up" key stays until YARN declares the node lost. The coordinator
+    fails (Unavailable); its successor waits for the PS instead of failing against it again."""
+    from tfhadoop.trainer import master as m
+
+    now = _clock(master)
+    _start(master)
+    for role, slot in master.live:
+        _beat(master, role, slot, 1)
+    master.step()
+    _exit_with(master, 1, {"type": "UnavailableError", "message": "Socket closed"})
+    assert master.state == m.State.WAITING
+    for n in range(2, 8):  # the workers beat on; the PS's node is gone
+        now[0] += 3
+        _beat(master, "worker", 0, n)
+        _beat(master, "worker", 1, n)
+        master.step()
+    assert master.state == m.State.WAITING and _kinds(master).count("coordinator_started") == 1
+    ps = next(c for c in master.app.containers if c.id == master.live[("ps", 0)])
+    ps.exit_message = LOST_NODE
+    master.app.lose(ps.id)  # the NodeManager's expiry: YARN reports the container lost
+    master.step()
+    master.app.serve("ps", 0, "other:1")
+    _beat(master, "ps", 0, 1)
+    master.step()
+    assert master.state == m.State.TRAINING and _kinds(master)[-1] == "coordinator_started"
+    assert master.cluster["ps"] == ["other:1"] and master.restarts == {}

@@ -52,6 +52,13 @@ from tfhadoop.trainer.job import job_settings
 from tfhadoop.trainer.jobpage import Sampler
 
 REPLACE_BACKOFF_MAX_S = 30  # a slot whose containers keep failing waits 2, 4, ... up to this many s
+# YARN's diagnostics (Skein has no exit status) of a container YARN took back (-102) and of one on a
+# NodeManager declared LOST (-100): neither is the container's failure.
+PREEMPTED_DIAGNOSTICS = "preempted"
+NODE_LOST_DIAGNOSTICS = "released on a *lost* node"
+# A server whose heartbeat has been silent this long is not handed to a coordinator as "up": after
+# a lost node its "up" key outlives its process until YARN declares the node lost.
+SILENT_S = max(3 * protocol.HEARTBEAT_S, 10)
 CLUSTER_ERRORS = ("UnavailableError", "AbortedError", "CancelledError", "DeadlineExceededError")
 
 
@@ -227,6 +234,7 @@ class Master:
         self.coordinator_attempts = 0  # coordinator processes started, for the events' ``attempt``
         self.coordinator_failures = 0  # only these count against max_coordinator_restarts
         self.last_error: dict | None = None
+        self.failed_at = float("-inf")  # when the coordinator last failed (self.clock)
         self.in_spec: list[int] = []  # worker slots in the cluster spec, in task-index order
         self.cluster: dict = {}  # the spec the containers see ("cluster" in the key-value store)
         self.given: dict | None = None  # the spec the current coordinator began with; None: not begun
@@ -276,16 +284,19 @@ class Master:
             del self.live[(role, slot)]
         self.publish_alive()
         hung = c.id in self.hung
-        preempted = not hung and "preempted" in (c.exit_message or "").lower()
+        message = (c.exit_message or "").lower()
+        preempted = not hung and PREEMPTED_DIAGNOSTICS in message
+        node_lost = not hung and NODE_LOST_DIAGNOSTICS in message
         self.events.add("container_lost", role=role, slot=slot, container=c.id, preempted=preempted, hung=hung,
-                        yarn_container=c.yarn_container_id, state=str(c.state), diagnostics=c.exit_message)
+                        node_lost=node_lost, yarn_container=c.yarn_container_id, state=str(c.state),
+                        diagnostics=c.exit_message)
         retries = self.restarts.get((role, slot), 0)
         if self.state == State.STARTING:
-            if not (preempted or hung):  # a container that cannot start is a setup error: fail fast
+            if not (preempted or hung or node_lost):  # a container that cannot start is a setup error: fail fast
                 return self.fail(f"{c.id} failed while starting: {c.exit_message}")
             self.replace(role, slot, attempt=retries + 1, delay=0)
             return None
-        if preempted:  # YARN took it back: not a failure, so not counted against the slot's retries
+        if preempted or node_lost:  # YARN took it back, or its node is gone: not the slot's failure, not counted
             return self.replace(role, slot, attempt=retries + 1, delay=0)
         n = self.restarts[(role, slot)] = retries + 1
         limit = self.job["max_worker_restarts" if role == "worker" else "max_ps_restarts"]
@@ -365,6 +376,7 @@ class Master:
         self.events.add("coordinator_failed", role="chief", exit_code=rc, error_type=error["type"],
                         diagnostics=error["message"][:2000])
         self.coordinator_failures += 1
+        self.failed_at = self.clock()
         repeated = self.last_error is not None and (error["type"], error["message"]) == \
             (self.last_error["type"], self.last_error["message"])
         if error["type"] not in CLUSTER_ERRORS or repeated:
@@ -397,27 +409,48 @@ class Master:
         for c in self.app.get_containers(services=["ps", "worker"], states=["FAILED", "KILLED", "SUCCEEDED"]):
             if c.id not in self.seen_finished and c.id in self.containers and not self.done:
                 self.dispatch(Event.CONTAINER_LOST, c=c)
+        beats = self.app.kv.get_prefix(protocol.KV_HEARTBEAT)
+        self.note_beats(beats)
         if self.job["hang_timeout"] and not self.done:
-            for stale in self.stale_heartbeats(self.app.kv.get_prefix(protocol.KV_HEARTBEAT)):
+            for stale in self.stale_heartbeats(beats):
                 self.dispatch(Event.HEARTBEAT_STALE, **stale)
         for (role, slot), due in list(self.delayed.items()):
             if self.clock() >= due and not self.done:
                 self.dispatch(Event.REPLACEMENT_DUE, role=role, slot=slot)
 
-    def stale_heartbeats(self, beats: dict) -> list[dict]:
-        """Live containers whose heartbeat has not changed for ``hang_timeout`` s (by this
-        master's clock: the roles' clocks are never compared). A container counts from its
-        first beat: before that, ``startup_timeout`` covers it."""
-        now, out = self.clock(), []
-        for (role, slot), cid in sorted(self.live.items()):
+    def note_beats(self, beats: dict) -> None:
+        """When each live container's heartbeat last changed, by this master's clock (the roles'
+        clocks are never compared)."""
+        now = self.clock()
+        for (role, slot), cid in self.live.items():
             value = beats.get(f"{protocol.KV_HEARTBEAT}{role}/{slot}")
-            if value is None or value.split(b" ", 1)[0].decode() != cid or cid in self.hung:
+            if value is None or value.split(b" ", 1)[0].decode() != cid:
                 continue
             last = self.beats.get(cid)
             if last is None or last[0] != value:
                 self.beats[cid] = (value, now)
-            elif now - last[1] > self.job["hang_timeout"]:
-                out.append({"role": role, "slot": slot, "container": cid, "silent_s": now - last[1]})
+
+    def silent_for(self, role: str, slot: int) -> float:
+        """Seconds since the slot's live container last beat; 0 before its first beat (then
+        ``startup_timeout`` covers it) or when no container is live."""
+        last = self.beats.get(self.live.get((role, slot), ""))
+        return self.clock() - last[1] if last else 0.0
+
+    def unheard(self, role: str, slot: int) -> bool:
+        """The slot's server has not beaten since the last coordinator failure, or has been silent
+        for ``SILENT_S``: after a lost node its process is gone but its "up" key stays until YARN
+        declares the node lost, and a coordinator given it would only fail again."""
+        last = self.beats.get(self.live.get((role, slot), ""))
+        return last is not None and (last[1] <= self.failed_at or self.clock() - last[1] > SILENT_S)
+
+    def stale_heartbeats(self, beats: dict) -> list[dict]:
+        """Live containers whose heartbeat has not changed for ``hang_timeout`` s. A container
+        counts from its first beat: before that, ``startup_timeout`` covers it."""
+        out = []
+        for (role, slot), cid in sorted(self.live.items()):
+            silent = self.silent_for(role, slot)
+            if cid not in self.hung and silent > self.job["hang_timeout"]:
+                out.append({"role": role, "slot": slot, "container": cid, "silent_s": silent})
         return out
 
     def observe_coordinator(self, up: dict) -> None:
@@ -537,9 +570,10 @@ class Master:
         return self.in_spec.index(slot) if slot in self.in_spec else None
 
     def missing_servers(self, up: dict) -> list[str]:
-        """``up/...`` keys of the servers in the spec that are not serving (yet)."""
-        keys = [f"up/ps/{s}" for s in range(self.job["ps"])] + [f"up/worker/{s}" for s in self.in_spec]
-        return [k for k in keys if k not in up]
+        """``up/...`` keys of the servers in the spec that are not serving (yet), or whose
+        heartbeat was not heard lately (``unheard``)."""
+        slots = [("ps", s) for s in range(self.job["ps"])] + [("worker", s) for s in self.in_spec]
+        return [f"up/{r}/{s}" for r, s in slots if f"up/{r}/{s}" not in up or self.unheard(r, s)]
 
     def note_replacements_up(self, up: dict) -> None:
         """``replacement_up`` events: when a lost slot was serving again."""

@@ -53,6 +53,12 @@ def usable_port(role: str, slot: int, port: int) -> int:
     return port
 
 
+def node_host() -> str:
+    """The name of this container's node as YARN knows it (``NM_HOST``, the NodeManager's node id):
+    the one address of a multi-homed host that YARN itself uses to reach it. Outside YARN, the FQDN."""
+    return os.environ.get("NM_HOST") or socket.getfqdn()
+
+
 def heartbeat(app, key: str, container: str, period: float) -> None:
     """Bump ``key`` every ``period`` s from a daemon thread, for the master's hang detection: a
     process that is stopped (SIGSTOP, a dead NFS mount, swapped out) stops bumping it, and the
@@ -84,7 +90,7 @@ def main() -> int:
     container = os.environ.get("SKEIN_CONTAINER_ID", "")
     heartbeat(app, f"{P.KV_HEARTBEAT}{role}/{slot}", container, P.HEARTBEAT_S)
     port = usable_port(role, slot, port)
-    address = f"{socket.getfqdn()}:{port}"
+    address = f"{node_host()}:{port}"
     app.kv[f"{P.KV_ADDR}{role}/{slot}"] = address.encode()
     import tensorflow  # noqa: F401 - seconds of import while the master assembles the spec
 

@@ -25,6 +25,7 @@ from tfhadoop.ports import free_port, port_is_free
 log = logging.getLogger(__name__)
 
 MAIN_CLASS = "tfhadoop.cluster.EmbeddedCluster"
+NM_MAIN_CLASS = "tfhadoop.cluster.ExtraNodeManager"
 
 LOG4J = """\
 log4j.rootLogger=INFO, file
@@ -96,6 +97,7 @@ class ClusterOptions:
     jvm_heap: str = "1536m"
     secure: bool = False  # Kerberos: see tfhadoop.yarn.secure
     token_renew_seconds: int = 120
+    nm_expiry_s: float = 15  # a NodeManager silent this long is LOST (YARN's default: 600)
 
 
 def _read_classpath(name: str) -> list[str]:
@@ -193,7 +195,7 @@ class EmbeddedCluster:
             "--state-dir", str(self.state_dir), "--conf-dir", str(self.conf_dir),
             "--node-managers", str(options.node_managers), "--gpus-per-node", str(options.gpus_per_node),
             "--nm-memory-mb", str(options.nm_memory_mb), "--nm-vcores", str(options.nm_vcores),
-            "--namenode-port", str(namenode_port),
+            "--namenode-port", str(namenode_port), "--nm-expiry-ms", str(int(options.nm_expiry_s * 1000)),
             "--client-classpath", os.pathsep.join(client_cp),
         ]
         if options.secure:
@@ -288,6 +290,51 @@ class EmbeddedCluster:
             path.write_text(text.format(**fields))
             path.chmod(0o755)
 
+    # -- extra NodeManagers (another host each) ---------------------------------------------
+    def start_node_manager(self, host: str, memory_mb: int = 4096, vcores: int = 4, gpus: int = 0,
+                           timeout: float = 120.0) -> NodeManagerProcess:
+        """One more NodeManager for the running cluster, in its own JVM and bound to ``host``, a
+        loopback address such as 127.0.0.2: YARN sees another node, so containers replacing its
+        containers land on another host. Returns once it has registered with the ResourceManager.
+        Its work dirs are under ``target/`` (``down`` kills its leftover containers)."""
+        if self.info() is None:
+            raise CommandError(f"no embedded cluster runs in {self.state_dir}")
+        work = self.state_dir / "target" / f"extra-nm-{host}"
+        if work.exists():
+            import shutil
+
+            shutil.rmtree(work)
+        work.mkdir(parents=True)
+        ready = work / "nm.json"
+        cmd = [java_executable(), "-Xmx384m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+               f"-Dlog4j.configuration=file:{self._nm_log4j(work)}",
+               "-cp", os.pathsep.join([str(self.conf_dir), *_read_classpath("cluster-classpath.txt")]),
+               NM_MAIN_CLASS, "--conf-dir", str(self.conf_dir), "--dir", str(work), "--host", host,
+               "--memory-mb", str(memory_mb), "--vcores", str(vcores), "--gpus", str(gpus)]
+        env = dict(os.environ)
+        env.pop("HADOOP_CONF_DIR", None)
+        env["JAVA_HOME"] = java_home() or ""
+        with open(work / "nm.out", "ab") as out:
+            proc = subprocess.Popen(cmd, cwd=work, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                    env=env, start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while not ready.exists():
+            if proc.poll() is not None or time.monotonic() > deadline:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+                tail = (work / "nm.out").read_text(errors="replace").splitlines()[-20:]
+                raise CommandError(f"the NodeManager on {host} did not register within {timeout:.0f} s; "
+                                   f"{work / 'nm.out'}:\n" + "\n".join(tail))
+            time.sleep(0.25)
+        return NodeManagerProcess(host, json.loads(ready.read_text())["node_id"], proc, work)
+
+    @staticmethod
+    def _nm_log4j(work: Path) -> Path:
+        path = work / "log4j.properties"
+        path.write_text(LOG4J.format(log=work / "nm.log"))
+        return path
+
     # -- down --------------------------------------------------------------------------------
     def down(self, timeout: float = 60.0) -> bool:
         """Stop the JVM this state dir started, and any container it left. False if none ran."""
@@ -318,21 +365,13 @@ class EmbeddedCluster:
 
     def _kill_orphans(self) -> int:
         """Container processes still running out of this state dir's NodeManager work dirs."""
-        work = str(self.state_dir / "target")
         killed = 0
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit() or int(entry.name) == os.getpid():
-                continue
+        for pid in _pids_under(str(self.state_dir / "target")):
             try:
-                cwd = os.readlink(entry / "cwd")
+                os.kill(pid, signal.SIGKILL)
+                killed += 1
             except OSError:
-                continue
-            if cwd.startswith(work):
-                try:
-                    os.kill(int(entry.name), signal.SIGKILL)
-                    killed += 1
-                except OSError:
-                    pass
+                pass
         if killed:
             log.info("killed %d leftover container process(es) of %s", killed, self.state_dir)
         return killed
@@ -359,6 +398,52 @@ class EmbeddedCluster:
                   "fs_default": conf.default_fs, "webhdfs": conf.webhdfs_url, "rm_web_ui": conf.rm_webapp_url}
         result.update(cluster_health(conf))
         return result
+
+
+@dataclass
+class NodeManagerProcess:
+    """An extra NodeManager (``EmbeddedCluster.start_node_manager``): its node id (host:port), its
+    JVM and its work dir."""
+
+    host: str
+    node_id: str
+    proc: subprocess.Popen
+    work: Path
+
+    def container_pids(self) -> list[int]:
+        """Processes running out of this node's container work dirs."""
+        return _pids_under(str(self.work / "local"))
+
+    def kill(self) -> int:
+        """The node is lost, as when its machine loses power: SIGKILL to the NodeManager's JVM and
+        every container process it started, with no word to the ResourceManager, which declares the
+        node LOST after ``nm_expiry_s``. Returns how many container processes were killed."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        killed = 0
+        for pid in self.container_pids():
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed += 1
+            except OSError:
+                pass
+        return killed
+
+
+def _pids_under(work: str) -> list[int]:
+    """Processes (other than this one) whose working directory is under ``work``."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cwd = os.readlink(entry / "cwd")
+        except OSError:
+            continue
+        if cwd.startswith(work):
+            pids.append(int(entry.name))
+    return pids
 
 
 def cluster_health(conf: HadoopConf) -> dict:

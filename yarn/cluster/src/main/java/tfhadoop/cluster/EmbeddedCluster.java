@@ -53,6 +53,7 @@ public final class EmbeddedCluster {
     boolean secure = false;
     String user = System.getProperty("user.name");
     int tokenRenewSeconds = 120;
+    long nmExpiryMs = 15_000;
 
     static Options parse(String[] args) {
       Options o = new Options();
@@ -72,6 +73,7 @@ public final class EmbeddedCluster {
           case "--secure": o.secure = Boolean.parseBoolean(v); break;
           case "--user": o.user = v; break;
           case "--token-renew-seconds": o.tokenRenewSeconds = Integer.parseInt(v); break;
+          case "--nm-expiry-ms": o.nmExpiryMs = Long.parseLong(v); break;
           default: throw new IllegalArgumentException("unknown option " + args[i]);
         }
       }
@@ -191,32 +193,23 @@ public final class EmbeddedCluster {
     // Resource types: yarn.io/gpu counted by the scheduler, no GPU plugin (counts only).
     conf.set("yarn.resource-types", "yarn.io/gpu");
     conf.set("yarn.resource-types.yarn.io/gpu.maximum-allocation", Integer.toString(opts.gpusPerNode));
-    conf.set("yarn.nodemanager.resource-type.yarn.io/gpu", Integer.toString(opts.gpusPerNode));
     conf.setInt("yarn.minicluster.yarn.nodemanager.resource.memory-mb", opts.nmMemoryMb);
-    conf.setInt(YarnConfiguration.NM_PMEM_MB, opts.nmMemoryMb);
-    conf.setInt(YarnConfiguration.NM_VCORES, opts.nmVcores);
-    conf.setBoolean(YarnConfiguration.NM_PMEM_CHECK_ENABLED, false);
-    conf.setBoolean(YarnConfiguration.NM_VMEM_CHECK_ENABLED, false);
-    conf.setFloat("yarn.nodemanager.disk-health-checker.max-disk-utilization-per-disk-percentage", 99.9f);
-    conf.setInt("yarn.nodemanager.disk-health-checker.min-free-space-per-disk-mb", 0);
+    nodeManagerSettings(conf, opts.nmMemoryMb, opts.nmVcores, opts.gpusPerNode);
     conf.setInt(YarnConfiguration.RM_SCHEDULER_MINIMUM_ALLOCATION_MB, 128);
     conf.setInt(YarnConfiguration.RM_SCHEDULER_MAXIMUM_ALLOCATION_MB, opts.nmMemoryMb);
     conf.setInt(YarnConfiguration.RM_SCHEDULER_MAXIMUM_ALLOCATION_VCORES, opts.nmVcores);
     conf.set(YarnConfiguration.RM_SCHEDULER, "org.apache.hadoop.yarn.server.resourcemanager.scheduler.capacity.CapacityScheduler");
     conf.setBoolean(YarnConfiguration.YARN_MINICLUSTER_FIXED_PORTS, false);
     conf.setInt(YarnConfiguration.RM_AM_MAX_ATTEMPTS, 2);
-    conf.setInt("yarn.nodemanager.delete.debug-delay-sec", 300);
-    conf.set("yarn.nodemanager.env-whitelist",
-        "JAVA_HOME,HADOOP_COMMON_HOME,HADOOP_HDFS_HOME,HADOOP_CONF_DIR,CLASSPATH_PREPEND_DISTCACHE,"
-        + "HADOOP_YARN_HOME,HADOOP_MAPRED_HOME,PATH,LANG,TZ");
+    // A NodeManager that stops heartbeating is LOST after this long (YARN's default is 10 min):
+    // its containers end with exit status -100 soon enough for a test of a lost node.
+    conf.setLong(YarnConfiguration.RM_NM_EXPIRY_INTERVAL_MS, opts.nmExpiryMs);
     conf.setBoolean(YarnConfiguration.TIMELINE_SERVICE_ENABLED, true);
     conf.setBoolean(YarnConfiguration.SYSTEM_METRICS_PUBLISHER_ENABLED, true);
     conf.set(YarnConfiguration.TIMELINE_SERVICE_WEBAPP_ADDRESS, opts.host + ":0");
     conf.set(YarnConfiguration.TIMELINE_SERVICE_ADDRESS, opts.host + ":0");
     // Container logs end up on HDFS so they are retrievable after the application ends.
     conf.setBoolean(YarnConfiguration.LOG_AGGREGATION_ENABLED, true);
-    conf.set(YarnConfiguration.NM_REMOTE_APP_LOG_DIR, "/tmp/logs");
-    conf.setLong("yarn.nodemanager.log-aggregation.roll-monitoring-interval-seconds", -1);
     // Containers run with the client classpath (what `yarn classpath` prints) and our conf dir.
     conf.set(YarnConfiguration.YARN_APPLICATION_CLASSPATH,
         opts.confDir.getAbsolutePath() + "," + opts.clientClasspath.replace(File.pathSeparatorChar, ','));
@@ -246,6 +239,27 @@ public final class EmbeddedCluster {
     conf.setFloat(p + "total_preemption_per_round", 1.0f);
     conf.setFloat(p + "max_ignored_over_capacity", 0.0f);
     conf.setFloat(p + "natural_termination_factor", 1.0f);
+  }
+
+  /**
+   * What every NodeManager of an embedded cluster is given, the ones inside this JVM and the extra
+   * ones a test starts in their own JVM ({@link ExtraNodeManager}): its resources (GPUs counted,
+   * not isolated), no memory or disk checks, container logs aggregated to HDFS.
+   */
+  static void nodeManagerSettings(Configuration conf, int memoryMb, int vcores, int gpus) {
+    conf.set("yarn.nodemanager.resource-type.yarn.io/gpu", Integer.toString(gpus));
+    conf.setInt(YarnConfiguration.NM_PMEM_MB, memoryMb);
+    conf.setInt(YarnConfiguration.NM_VCORES, vcores);
+    conf.setBoolean(YarnConfiguration.NM_PMEM_CHECK_ENABLED, false);
+    conf.setBoolean(YarnConfiguration.NM_VMEM_CHECK_ENABLED, false);
+    conf.setFloat("yarn.nodemanager.disk-health-checker.max-disk-utilization-per-disk-percentage", 99.9f);
+    conf.setInt("yarn.nodemanager.disk-health-checker.min-free-space-per-disk-mb", 0);
+    conf.setInt("yarn.nodemanager.delete.debug-delay-sec", 300);
+    conf.set("yarn.nodemanager.env-whitelist",
+        "JAVA_HOME,HADOOP_COMMON_HOME,HADOOP_HDFS_HOME,HADOOP_CONF_DIR,CLASSPATH_PREPEND_DISTCACHE,"
+        + "HADOOP_YARN_HOME,HADOOP_MAPRED_HOME,PATH,LANG,TZ");
+    conf.set(YarnConfiguration.NM_REMOTE_APP_LOG_DIR, "/tmp/logs");
+    conf.setLong("yarn.nodemanager.log-aggregation.roll-monitoring-interval-seconds", -1);
   }
 
   /** The files a client needs: core-site, hdfs-site, yarn-site, resource-types, capacity-scheduler. */
@@ -327,6 +341,7 @@ public final class EmbeddedCluster {
         + "  \"rm_address\": \"" + c.get(YarnConfiguration.RM_ADDRESS) + "\",\n"
         + "  \"rm_webapp\": \"" + c.get(YarnConfiguration.RM_WEBAPP_ADDRESS) + "\",\n"
         + "  \"node_managers\": " + opts.nodeManagers + ",\n"
+        + "  \"nm_expiry_ms\": " + opts.nmExpiryMs + ",\n"
         + (secure == null ? "" : secureJson())
         + "  \"gpus_per_node\": " + opts.gpusPerNode + "\n"
         + "}\n";
