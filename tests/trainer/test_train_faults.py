@@ -10,7 +10,7 @@ import signal
 import time
 
 import pytest
-from test_train_yarn import _app_id, _events, _metrics, _state_epoch, _train, _wait, dataset  # noqa: F401
+from test_train_yarn import _app_id, _events, _hog, _metrics, _state_epoch, _train, _wait, dataset  # noqa: F401
 
 from tfhadoop.trainer.protocol import HEARTBEAT_S
 
@@ -133,3 +133,75 @@ def test_hung_parameter_server_is_replaced_and_training_resumes_from_the_checkpo
     assert after[:3] == ["hang_detected", "container_lost", "replacement_requested"], after
     assert "coordinator_started" in after and "coordinator_failed" not in kinds  # restarted from the checkpoint
     assert [e["examples"] for e in _metrics(run)["epochs"]] == [2400] * epochs
+
+
+def _cluster_idle(conf) -> bool:
+    from tfhadoop.yarn.embedded import cluster_health
+
+    nodes = [n for n in cluster_health(conf).get("nodes", []) if n["state"] == "RUNNING"]
+    return bool(nodes) and all(n["used_memory_mb"] == 0 for n in nodes)
+
+
+def test_lost_node_roles_are_replaced_on_another_host_and_training_resumes(hadoop_cluster, dataset):
+    """Rows 3 and 7: a NodeManager on 127.0.0.2 holds the PS and both workers; it is killed with its
+    containers (a machine losing power). YARN declares it LOST after the embedded cluster's short
+    expiry (-100); every role is replaced on another host (ps_moved, worker_moved), the coordinator
+    restarts from the checkpoint, the job succeeds with exact counts."""
+    import skein
+
+    if hadoop_cluster.embedded is None:
+        pytest.skip("needs the embedded cluster (an extra NodeManager is started and killed)")
+    epochs = 4
+    # Placement: a filler of 2 x 6 GB (+ its 256 MB master) leaves 2 GB on one in-process node, room
+    # for the job's 2 GB master only; its three 2 GB roles then fit nowhere but on the extra node,
+    # started once that master runs. The filler goes before the loss: replacements land in-process.
+    _wait(lambda: _cluster_idle(hadoop_cluster.conf), 120, "the cluster's containers of earlier tests to end")
+    nm = filler = proc = None
+    try:
+        with skein.Client() as client:
+            filler = _hog(client, "filler", queue="default", instances=2, memory=6144)
+            _wait(lambda: len(filler.get_containers(states=["RUNNING"])) == 2, 120, "the filler's containers")
+            run, proc = _train(hadoop_cluster, dataset, background=True,
+                               extra=["--workers", "2", "--epochs", str(epochs), "--ps-memory", "2g",
+                                      "--worker-memory", "2g"])
+            app_id = _app_id(proc)
+            _wait(lambda: str(client.application_report(app_id).state) == "RUNNING" or proc.poll() is not None,
+                  180, "the job's master")
+            nm = hadoop_cluster.embedded.start_node_manager("127.0.0.2", memory_mb=6144, vcores=8)
+            _wait(lambda: (_state_epoch(run) or 0) >= 1 or proc.poll() is not None, 300, "one epoch")
+            assert proc.poll() is None, proc.communicate()[1][-3000:]
+            kv = client.connect(app_id).kv
+            placed = {k: kv[k].decode() for k in ("addr/ps/0", "addr/worker/0", "addr/worker/1")}
+            assert all(a.startswith("127.0.0.2:") for a in placed.values()), placed
+            filler.shutdown()
+            filler = None
+        killed = nm.kill()
+        t_kill = time.time()
+        assert killed >= 3, killed  # the three roles' processes (and their launch shells)
+        out, err = proc.communicate(timeout=600)
+    finally:
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+        if filler is not None:
+            filler.shutdown()
+        if nm is not None:
+            nm.kill()
+    assert proc.returncode == 0, (out + err)[-4000:]
+    events = _events(run)
+    kinds = [e["event"] for e in events]
+    lost = [e for e in events if e["event"] == "container_lost"]
+    assert sorted((e["role"], e["slot"]) for e in lost) == [("ps", 0), ("worker", 0), ("worker", 1)], lost
+    assert all(e["node_lost"] and not e["hung"] for e in lost), lost
+    assert all(e.get("exit_status") == -100 for e in lost), lost  # YARN's ABORTED: the node was lost
+    moved = {(e["role"], e["slot"]): e for e in events if e["event"] in ("ps_moved", "worker_moved")}
+    assert set(moved) == {("ps", 0), ("worker", 0), ("worker", 1)}, moved
+    assert all(e["old"] == placed[f"addr/{r}/{s}"] and not e["new"].startswith("127.0.0.2:")
+               for (r, s), e in moved.items()), moved
+    i = kinds.index("container_lost")
+    assert "coordinator_started" in kinds[i:] and "slot_abandoned" not in kinds and kinds[-1] == "finished"
+    assert [e["examples"] for e in _metrics(run)["epochs"]] == [2400] * epochs  # exactly once per epoch
+    restarted = next(e for e in events[i:] if e["event"] == "coordinator_started")
+    first = next(e for e in events[events.index(restarted):] if e["event"] == "first_wave")
+    print(f"node killed -> lost (NM expiry) {lost[0]['time'] - t_kill:.1f} s -> coordinator restarted "
+          f"{restarted['time'] - t_kill:.1f} s -> training again {first['time'] - t_kill:.1f} s; "
+          f"{kinds.count('coordinator_failed')} coordinator failure(s) meanwhile")
