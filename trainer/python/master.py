@@ -144,7 +144,7 @@ class Event(str, enum.Enum):
     REPLACEMENT_DUE = "replacement_due"  # a lost slot's backoff is over
     ADDRESSES_CHANGED = "addresses_changed"  # a replacement came back elsewhere, or a late worker arrived
     CLUSTER_UP = "cluster_up"  # every PS and the first workers serve: the first spec is published
-    SERVERS_UP = "servers_up"  # every server of the spec serves and the backoff is over
+    SERVERS_UP = "servers_up"  # every server of the spec serves, beats, and the backoff is over
     SERVERS_LATE = "servers_late"  # ... not within --startup-timeout of the coordinator's start
     SPEC_CHANGED = "spec_changed"  # the spec differs from the coordinator's and all its servers serve
     PROGRESS = "progress"  # the coordinator reported progress since it was given the spec
@@ -171,8 +171,9 @@ TRANSITIONS: dict[Event, Rule] = {
                              "record the attempt and the checkpoint it resumes from; an outcome that attempt "
                              "1 decided (result.json) ends this attempt with it", stay=True),
     Event.CONTAINER_LOST: Rule(ALIVE, frozenset({S.PS_RECOVERY, S.WAITING, S.FAILED}),
-                               "preempted or hung while starting, or preempted later: replace at once, not "
-                               "counted; failed while starting: FAILED; a worker: replace after backoff (2, 4, .. "
+                               "preempted, on a lost node or hung while starting, or preempted or on a lost node "
+                               "later: replace at once, not counted; failed while starting: FAILED; a worker: "
+                               "replace after backoff (2, 4, .. "
                                "30 s) or abandon the slot after max_worker_restarts (FAILED below "
                                "min_workers); a PS: stop the coordinator, replace, PS_RECOVERY (FAILED after "
                                "max_ps_restarts)", stay=True),
@@ -184,7 +185,8 @@ TRANSITIONS: dict[Event, Rule] = {
                                                         "(worker_moved, workers_added)", stay=True),
     Event.CLUSTER_UP: Rule(frozenset({S.STARTING}), frozenset({S.WAITING}), "event cluster_up"),
     Event.SERVERS_UP: Rule(frozenset({S.WAITING}), frozenset({S.TRAINING}),
-                           "hand the waiting coordinator the spec (cluster.json)"),
+                           "hand the waiting coordinator the spec (cluster.json): every server up and heard "
+                           "(a heartbeat since the last coordinator failure, none silent 10 s)"),
     Event.SERVERS_LATE: Rule(frozenset({S.WAITING}), frozenset({S.FAILED}), "fail: servers did not come up"),
     Event.SPEC_CHANGED: Rule(frozenset({S.TRAINING}), frozenset({S.RESCALING}),
                              "ask the coordinator to checkpoint and exit 75"),
