@@ -199,7 +199,18 @@ def run(job: dict, cluster: dict, work: str, app=None) -> dict:
                                   job["checkpoint_dir"], keep=job["keep_checkpoints"])
     ckpt_url = checkpoints.url
     summaries = Summaries(f"{ckpt_url}/{protocol.TENSORBOARD_DIR}")
-    state = checkpoints.restore() or {"epoch": 0, "ledger": None, "steps": 0, "history": []}
+    retries: list = []
+
+    def retried(what: str):
+        """``on_retry`` for ``hdfs_io.retry``: each retry into the key-value store (the event log)."""
+        def note(attempt, exc, delay):
+            retries.append({"what": what, "attempt": attempt, "error": f"{type(exc).__name__}: {str(exc)[:300]}",
+                            "delay_s": delay, "time": time.time()})
+            progress.put_list(protocol.KV_HDFS_RETRIES, retries)
+        return note
+
+    state = hdfs_io.retry(checkpoints.restore, "restore", retried("restore")) or \
+        {"epoch": 0, "ledger": None, "steps": 0, "history": []}
     if state["steps"]:
         print(f"restored checkpoint: epoch {state['epoch']}, step {state['steps']}, "
               f"{len(state['ledger']['done']) if state['ledger'] else 0} tasks of the epoch done", flush=True)
@@ -207,9 +218,12 @@ def run(job: dict, cluster: dict, work: str, app=None) -> dict:
     policy.saved(state["steps"])
 
     def save():
-        checkpoints.save(state)
+        hdfs_io.retry(lambda: checkpoints.save(state), "checkpoint", retried("checkpoint"))
         policy.saved(state["steps"])
-        summaries.sync()
+        try:
+            summaries.sync()
+        except Exception as exc:  # noqa: BLE001 - TensorBoard scalars are not worth failing the job for
+            print(f"cannot close the TensorBoard event files: {exc}", flush=True)
 
     epochs, max_steps, batch_size = job["epochs"], job["steps"], job["batch_size"]
     train_split, eval_split = job["train_split"], job["eval_split"]
@@ -233,8 +247,11 @@ def run(job: dict, cluster: dict, work: str, app=None) -> dict:
         progress.put(protocol.KV_PROGRESS, {"epoch": epoch, "examples": ledger.examples, "expected": expected,
                                             "steps": state["steps"], "examples_per_s": round(rate, 1),
                                             "loss": round(loss, 6), "time": time.time()})
-        summaries.scalars("train", state["steps"], {"loss": loss, "examples_per_second": rate,
-                                                    "workers": len(cluster["worker"])})
+        try:
+            summaries.scalars("train", state["steps"], {"loss": loss, "examples_per_second": rate,
+                                                        "workers": len(cluster["worker"])})
+        except Exception as exc:  # noqa: BLE001 - HDFS refusing writes for a while: scalars are not worth a failure
+            print(f"cannot write TensorBoard scalars: {exc}", flush=True)
         window.update(n=0, loss=0.0, t=now)
 
     def drain(epoch: int, ledger) -> None:

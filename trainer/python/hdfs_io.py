@@ -4,6 +4,7 @@ SavedModel visible whole, deletes, listings. Over hdfs-native (RPC)."""
 from __future__ import annotations
 
 import os
+import time
 import uuid
 from urllib.parse import urlparse
 
@@ -124,3 +125,29 @@ def list_names(url: str) -> list[str]:
         return [s.path.rstrip("/").rsplit("/", 1)[-1] for s in client.list_status(path)]
     except FileNotFoundError:
         return []
+
+
+RETRY_BUDGET_S = 120  # how long an HDFS outage (NameNode restart, safe mode) is waited out
+RETRY_MAX_DELAY_S = 10
+
+
+def retry(fn, what: str, on_retry=None, budget_s: float = RETRY_BUDGET_S, sleep=time.sleep, clock=time.monotonic):
+    """``fn()``, tried again after 1, 2, 4, ... (at most ``RETRY_MAX_DELAY_S``) s while it raises,
+    for up to ``budget_s`` s: a NameNode in safe mode or restarting refuses writes for seconds to
+    minutes, and a job should wait that out rather than fail. ``on_retry(attempt, exc, delay)``
+    is told each time; the last error is raised once the budget is spent. Only for operations
+    that may be repeated whole (a checkpoint save finishes or redoes what a failed one left)."""
+    t0, attempt = clock(), 0
+    while True:
+        try:
+            return fn()
+        except Exception as exc:
+            attempt += 1
+            delay = min(2 ** (attempt - 1), RETRY_MAX_DELAY_S)
+            if clock() - t0 + delay > budget_s:
+                raise
+            print(f"{what}: HDFS error ({type(exc).__name__}: {str(exc)[:300]}); retry {attempt} in {delay} s",
+                  flush=True)
+            if on_retry is not None:
+                on_retry(attempt, exc, delay)
+            sleep(delay)

@@ -74,6 +74,7 @@ class EventLog:
         self.app, self.url, self.events = app, protocol.job_file(job_dir, protocol.EVENTS_FILE), []
         self.app_id, self.base = app_id, 0  # base: events of this application before this attempt
         self.recent: collections.deque[str] = collections.deque(maxlen=protocol.EVENTS_TAIL)  # as JSON
+        self.unwritten: list[str] = []  # lines HDFS refused (safe mode, NameNode restart): appended later
 
     def resume(self) -> None:
         """A later attempt of the same application numbers its events after the earlier ones'."""
@@ -90,13 +91,22 @@ class EventLog:
         self.recent.append(json.dumps(event))
         print("event:", self.recent[-1], flush=True)
         self.app.kv[protocol.KV_EVENTS] = self.tail()
+        self.unwritten.append(self.recent[-1])
+        self.flush()
+        return event
+
+    def flush(self) -> None:
+        """Append the lines not yet in the file; those HDFS refuses stay for the next try (each
+        event and each round of the master's loop), so an outage delays lines, never drops them."""
+        if not self.unwritten:
+            return
         try:
             from tfhadoop.trainer import hdfs_io
 
-            hdfs_io.append_bytes(self.url, (self.recent[-1] + "\n").encode())
-        except Exception as exc:  # noqa: BLE001 - the key-value store's tail and the AM log have it
-            print(f"cannot append to {self.url}: {exc}", flush=True)
-        return event
+            hdfs_io.append_bytes(self.url, "".join(line + "\n" for line in self.unwritten).encode())
+            self.unwritten.clear()
+        except Exception as exc:  # noqa: BLE001 - kept for the next try; the key-value store's tail has them
+            print(f"cannot append to {self.url} ({len(self.unwritten)} line(s) kept for later): {exc}", flush=True)
 
     def tail(self) -> bytes:
         """The newest events as JSON, at most ``EVENTS_TAIL`` of them and ``EVENTS_TAIL_BYTES``."""
@@ -236,6 +246,7 @@ class Master:
         self.coordinator_attempts = 0  # coordinator processes started, for the events' ``attempt``
         self.coordinator_failures = 0  # only these count against max_coordinator_restarts
         self.last_error: dict | None = None
+        self.hdfs_retries_seen = 0  # entries of the coordinator's hdfs_retries already logged
         self.failed_at = float("-inf")  # when the coordinator last failed (self.clock)
         self.in_spec: list[int] = []  # worker slots in the cluster spec, in task-index order
         self.cluster: dict = {}  # the spec the containers see ("cluster" in the key-value store)
@@ -395,6 +406,8 @@ class Master:
         """One round of the main loop: observe containers, heartbeats, addresses and the
         coordinator, dispatch what changed; the outcome once the job ended."""
         self.observe_containers()
+        self.note_hdfs_retries()
+        self.events.flush()
         if self.state in RUNNING:
             self.sampler.sample(self.workers_alive())
             addrs = self.app.kv.get_prefix(protocol.KV_ADDR)
@@ -405,6 +418,15 @@ class Master:
             self.note_replacements_up(up)
             self.observe_coordinator(up)
         return self.outcome
+
+    def note_hdfs_retries(self) -> None:
+        """The coordinator's retried HDFS operations (``hdfs_io.retry``) as ``hdfs_retry`` events:
+        an outage that a checkpoint waited out is named in the log."""
+        raw = self.app.kv.get(protocol.KV_HDFS_RETRIES)
+        retries = json.loads(raw.decode()) if raw else []
+        for r in retries[self.hdfs_retries_seen:]:
+            self.events.add("hdfs_retry", role="chief", **{k: r[k] for k in ("what", "attempt", "error", "delay_s")})
+        self.hdfs_retries_seen = max(self.hdfs_retries_seen, len(retries))
 
     def observe_containers(self) -> None:
         """Lost containers, stale heartbeats and due replacements (also while starting)."""
@@ -617,6 +639,8 @@ class Master:
             if os.path.exists(os.path.join(self.work, name)):
                 os.remove(os.path.join(self.work, name))
         self.rescale_pending, self.given, self.spawned_at = False, None, self.clock()
+        self.app.kv.discard(protocol.KV_HDFS_RETRIES)  # each coordinator lists its own retries
+        self.hdfs_retries_seen = 0
         self.coordinator = subprocess.Popen(
             [sys.executable, "-m", "tfhadoop.trainer.coordinator", os.path.join(self.work, "job.json"),
              os.path.join(self.work, "cluster.json"), self.work], preexec_fn=die_with_parent)

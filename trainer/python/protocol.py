@@ -36,6 +36,7 @@ EVENTS_TAIL_BYTES = 1 << 20  # ... and at most this many bytes of JSON: older on
 KV_METRICS = "metrics"
 KV_RESULT = "result"
 KV_REJOINS = "rejoins"
+KV_HDFS_RETRIES = "hdfs_retries"  # the coordinator's retried HDFS operations (a JSON list); the master logs them
 KV_CLUSTER = "cluster"
 KV_PAGE = "page"  # the job page's address through the ResourceManager proxy
 KV_ADDR = "addr/"  # addr/<role>/<slot>: host:port a server listens on

@@ -1,0 +1,75 @@
+"""HDFS outages (row 4 of issue 12) without a cluster: ``hdfs_io.retry`` waits one out with
+backoff and gives up after its budget; the master's event log keeps the lines HDFS refused and
+appends them later; the coordinator's retries become ``hdfs_retry`` events."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from test_train_moved_worker import _kinds, _start, master  # noqa: F401
+
+from tfhadoop.trainer import hdfs_io
+
+
+class Outage:
+    """A NameNode that refuses the first ``n`` calls (safe mode)."""
+
+    def __init__(self, n):
+        self.n, self.calls = n, 0
+
+    def __call__(self):
+        self.calls += 1
+        if self.calls <= self.n:
+            raise OSError("Cannot delete /c/latest.new. Name node is in safe mode.")
+        return "saved"
+
+
+def _fake_time():
+    now = [0.0]
+    return now, (lambda s: now.__setitem__(0, now[0] + s)), (lambda: now[0])
+
+
+def test_retry_waits_out_an_outage_with_backoff():
+    now, sleep, clock = _fake_time()
+    seen = []
+    fn = Outage(5)
+    assert hdfs_io.retry(fn, "checkpoint", lambda a, e, d: seen.append((a, d)), sleep=sleep, clock=clock) == "saved"
+    assert fn.calls == 6 and seen == [(1, 1), (2, 2), (3, 4), (4, 8), (5, 10)] and now[0] == 25
+
+
+def test_retry_gives_up_after_its_budget():
+    _now, sleep, clock = _fake_time()
+    fn = Outage(100)
+    with pytest.raises(OSError, match="safe mode"):
+        hdfs_io.retry(fn, "checkpoint", budget_s=30, sleep=sleep, clock=clock)
+    assert fn.calls == 6  # 1 + 2 + 4 + 8 + 10 s waited; the next 10 s would pass 30
+
+
+def test_event_log_keeps_refused_lines_and_appends_them_later(master, monkeypatch):
+    written, refuse = [], [True]
+
+    def append(url, data):
+        if refuse[0]:
+            raise OSError("Name node is in safe mode")
+        written.append(data.decode())
+
+    monkeypatch.setattr(hdfs_io, "append_bytes", append)
+    master.events.add("one")
+    master.events.add("two")
+    assert written == [] and len(master.events.unwritten) == 2
+    refuse[0] = False
+    master.events.flush()
+    assert [json.loads(line)["event"] for line in "".join(written).splitlines()] == ["one", "two"]
+    assert master.events.unwritten == []
+
+
+def test_coordinator_retries_become_events(master):
+    _start(master)
+    retry = {"what": "checkpoint", "attempt": 1, "error": "OSError: safe mode", "delay_s": 1, "time": 0}
+    master.app.kv["hdfs_retries"] = json.dumps([retry]).encode()
+    master.step()
+    master.app.kv["hdfs_retries"] = json.dumps([retry, {**retry, "attempt": 2, "delay_s": 2}]).encode()
+    master.step()
+    master.step()
+    logged = [e for e in master.events.events if e["event"] == "hdfs_retry"]
+    assert [(e["what"], e["attempt"], e["delay_s"]) for e in logged] == [("checkpoint", 1, 1), ("checkpoint", 2, 2)]
