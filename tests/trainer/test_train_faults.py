@@ -205,3 +205,52 @@ def test_lost_node_roles_are_replaced_on_another_host_and_training_resumes(hadoo
     print(f"node killed -> lost (NM expiry) {lost[0]['time'] - t_kill:.1f} s -> coordinator restarted "
           f"{restarted['time'] - t_kill:.1f} s -> training again {first['time'] - t_kill:.1f} s; "
           f"{kinds.count('coordinator_failed')} coordinator failure(s) meanwhile")
+
+
+def _safemode(hadoop_cluster, action: str) -> None:
+    import subprocess
+
+    subprocess.run([str(hadoop_cluster.state_dir / "bin" / "hdfs"), "dfsadmin", "-safemode", action],
+                   check=True, capture_output=True, timeout=120)
+
+
+def test_hdfs_safe_mode_during_checkpoints_is_waited_out(hadoop_cluster, dataset):
+    """Row 4: the NameNode refuses every write for >= 20 s (safe mode) while checkpoints are due:
+    the save is retried with backoff, the job goes on and succeeds with exact counts; the event log
+    names the retries (written once HDFS takes writes again)."""
+    import skein
+
+    if hadoop_cluster.embedded is None:
+        pytest.skip("needs the embedded cluster (its NameNode is put into safe mode)")
+    epochs, outage_s = 5, 20
+    run, proc = _train(hadoop_cluster, dataset, background=True, extra=["--workers", "2", "--epochs", str(epochs)])
+    entered = None
+    try:
+        app_id = _app_id(proc)
+        _wait(lambda: (_state_epoch(run) or 0) >= 1 or proc.poll() is not None, 300, "one epoch")
+        assert proc.poll() is None, proc.communicate()[1][-3000:]
+        _safemode(hadoop_cluster, "enter")
+        entered = time.time()
+        with skein.Client() as client:
+            kv = client.connect(app_id).kv
+            _wait(lambda: b'"hdfs_retry"' in (kv.get("events") or b"") or proc.poll() is not None, 120,
+                  "a retried checkpoint")
+        time.sleep(max(0.0, outage_s - (time.time() - entered)))  # hold the outage for its full length
+        _safemode(hadoop_cluster, "leave")
+        left = time.time()
+        out, err = proc.communicate(timeout=600)
+    finally:
+        if entered is not None:
+            _safemode(hadoop_cluster, "leave")
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, (out + err)[-4000:]
+    events = _events(run)
+    kinds = [e["event"] for e in events]
+    retries = [e for e in events if e["event"] == "hdfs_retry"]
+    assert retries and all(e["what"] == "checkpoint" for e in retries), retries
+    assert any("safe mode" in e["error"].lower() for e in retries), retries
+    assert "coordinator_failed" not in kinds and kinds[-1] == "finished"
+    assert [e["examples"] for e in _metrics(run)["epochs"]] == [2400] * epochs
+    print(f"safe mode {left - entered:.1f} s; {len(retries)} checkpoint retries, the last "
+          f"{retries[-1]['time'] - entered:.1f} s after it began")

@@ -31,9 +31,10 @@ class Summaries:
                 self.tf.summary.write(name, self.tf.constant(float(value), self.tf.float32), metadata=self.metadata)
 
     def sync(self) -> None:
-        """Close the event files written so far (complete and visible on HDFS)."""
-        for writer in self.writers.values():
+        """Close the event files written so far (complete and visible on HDFS). The writers are
+        dropped even when a close fails (HDFS refusing writes): the next scalars open new files."""
+        writers, self.writers = self.writers, {}
+        for writer in writers.values():
             writer.close()
-        self.writers = {}
 
     close = sync
