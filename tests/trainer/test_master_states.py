@@ -328,3 +328,30 @@ def test_a_coordinator_is_not_given_servers_whose_heartbeat_stopped(master):
     master.step()
     assert master.state == m.State.TRAINING and _kinds(master)[-1] == "coordinator_started"
     assert master.cluster["ps"] == ["other:1"] and master.restarts == {}
+
+
+def test_preemption_during_a_rescale_checkpoint_is_folded_into_the_restart(master):
+    """Row 5b: a worker is preempted while the coordinator checkpoints to exit for a new spec
+    (RESCALING): replaced, not counted; the restart waits for it and gets one spec with both."""
+    from tfhadoop.trainer import master as m
+    from tfhadoop.trainer.coordinator import RESCALE_EXIT
+
+    _start(master, workers=(0,))  # worker 1 arrives late: the coordinator is asked to rescale
+    master.app.serve("worker", 1, "h:11")
+    master.step()
+    master.step()
+    assert master.state == m.State.RESCALING
+    c = next(c for c in master.app.containers if c.id == master.live[("worker", 0)])
+    c.exit_message = "Container preempted by scheduler"
+    master.app.lose(c.id)
+    master.step()
+    assert master.state == m.State.RESCALING and master.restarts == {}
+    master.coordinator.returncode = RESCALE_EXIT  # its checkpoint is written; it exits for the restart
+    master.step()
+    assert master.state == m.State.WAITING  # worker 0's replacement is not up yet
+    master.app.serve("worker", 0, "h:10")
+    master.step()
+    assert master.state == m.State.TRAINING and _kinds(master)[-1] == "coordinator_started"
+    with open(f"{master.work}/cluster.json") as f:
+        assert json.load(f)["worker"] == ["h:10", "h:11"]
+    assert "coordinator_failed" not in _kinds(master)
