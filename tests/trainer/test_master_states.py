@@ -355,3 +355,26 @@ def test_preemption_during_a_rescale_checkpoint_is_folded_into_the_restart(maste
     with open(f"{master.work}/cluster.json") as f:
         assert json.load(f)["worker"] == ["h:10", "h:11"]
     assert "coordinator_failed" not in _kinds(master)
+
+
+def test_an_abandoned_slot_is_reopened_when_a_new_coordinator_needs_it(master):
+    """The abandoned-slot gap: worker 1 fails past max_worker_restarts and its slot stays empty
+    while worker 0 trains; then the PS is lost. The next coordinator's spec still names worker 1
+    (task indices cannot move), so the slot gets a replacement again and the coordinator waits for
+    it, instead of being handed a worker that is gone."""
+    from tfhadoop.trainer import master as m
+
+    master.job["max_worker_restarts"] = 0
+    _start(master)
+    master.app.lose(master.live[("worker", 1)])
+    master.step()
+    assert _kinds(master)[-1] == "slot_abandoned" and master.state == m.State.TRAINING
+    master.app.lose(master.live[("ps", 0)])
+    master.step()
+    assert "slot_reopened" in _kinds(master) and ("worker", 1) in master.live
+    master.app.serve("ps", 0, "h:1")
+    master.step()
+    assert master.state == m.State.WAITING  # worker 1's replacement is not serving yet
+    master.app.serve("worker", 1, "h:11")
+    master.step()
+    assert master.state == m.State.TRAINING and _kinds(master)[-1] == "coordinator_started"

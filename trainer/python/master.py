@@ -185,7 +185,7 @@ TRANSITIONS: dict[Event, Rule] = {
                                "later: replace at once, not counted; failed while starting: FAILED; a worker: "
                                "replace after backoff (2, 4, .. "
                                "30 s) or abandon the slot after max_worker_restarts (FAILED below "
-                               "min_workers); a PS: stop the coordinator, replace, PS_RECOVERY (FAILED after "
+                               "min_workers; reopened when a coordinator is next spawned); a PS: stop the coordinator, replace, PS_RECOVERY (FAILED after "
                                "max_ps_restarts)", stay=True),
     Event.HEARTBEAT_STALE: Rule(ALIVE, frozenset(), "event hang_detected, kill the container: its loss follows "
                                                      "(counted as a failure) and replaces it", stay=True),
@@ -242,6 +242,7 @@ class Master:
         self.delayed: dict[tuple[str, int], float] = {}  # replacements waiting out a backoff -> due time
         self.beats: dict[str, tuple[bytes, float]] = {}  # container -> (last heartbeat, when it changed)
         self.hung: set[str] = set()  # containers killed because their heartbeat stopped
+        self.abandoned: set[int] = set()  # worker slots left empty after max_worker_restarts failures
         self.coordinator: subprocess.Popen | None = None  # None: stopped for a lost PS, none yet
         self.coordinator_attempts = 0  # coordinator processes started, for the events' ``attempt``
         self.coordinator_failures = 0  # only these count against max_coordinator_restarts
@@ -318,6 +319,7 @@ class Master:
             if role == "ps" or alive < self.job["min_workers"]:
                 return self.fail(f"{role}:{slot} lost {n} times ({c.exit_message})")
             self.events.add("slot_abandoned", role=role, slot=slot, workers_alive=alive)
+            self.abandoned.add(slot)
             return None
         return self.replace(role, slot, n, delay=0 if n == 1 else min(2 ** (n - 1), REPLACE_BACKOFF_MAX_S))
 
@@ -644,6 +646,18 @@ class Master:
         self.coordinator = subprocess.Popen(
             [sys.executable, "-m", "tfhadoop.trainer.coordinator", os.path.join(self.work, "job.json"),
              os.path.join(self.work, "cluster.json"), self.work], preexec_fn=die_with_parent)
+        self.reopen_abandoned()
+
+    def reopen_abandoned(self) -> None:
+        """A new coordinator connects to every worker of its spec, an abandoned slot's included
+        (its task index stays: the others' cannot move), so the slot gets a replacement again
+        (``slot_reopened``, its failures counted from 0) rather than leave the coordinator
+        waiting for, or failing against, a worker that is gone."""
+        for slot in sorted(self.abandoned & set(self.in_spec)):
+            self.abandoned.discard(slot)
+            self.restarts[("worker", slot)] = 0
+            self.events.add("slot_reopened", role="worker", slot=slot)
+            self.replace("worker", slot, attempt=1, delay=0)
 
     def begin_coordinator(self) -> None:
         """Hand the waiting coordinator the current spec (written whole: it polls for the file)."""
