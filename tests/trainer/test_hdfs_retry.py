@@ -73,3 +73,14 @@ def test_coordinator_retries_become_events(master):
     master.step()
     logged = [e for e in master.events.events if e["event"] == "hdfs_retry"]
     assert [(e["what"], e["attempt"], e["delay_s"]) for e in logged] == [("checkpoint", 1, 1), ("checkpoint", 2, 2)]
+
+
+def test_tensorboard_scalars_that_cannot_be_written_do_not_fail_training(capsys):
+    from tfhadoop.trainer.summaries import Summaries
+
+    s = Summaries("nosuchfs://nowhere/tb")  # every write refused, as by a NameNode in safe mode
+    s.scalars("train", 1, {"loss": 0.5})
+    s.sync()
+    s.scalars("train", 2, {"loss": 0.4})
+    s.close()
+    assert "cannot write TensorBoard scalars" in capsys.readouterr().out

@@ -220,10 +220,7 @@ def run(job: dict, cluster: dict, work: str, app=None) -> dict:
     def save():
         hdfs_io.retry(lambda: checkpoints.save(state), "checkpoint", retried("checkpoint"))
         policy.saved(state["steps"])
-        try:
-            summaries.sync()
-        except Exception as exc:  # noqa: BLE001 - TensorBoard scalars are not worth failing the job for
-            print(f"cannot close the TensorBoard event files: {exc}", flush=True)
+        summaries.sync()
 
     epochs, max_steps, batch_size = job["epochs"], job["steps"], job["batch_size"]
     train_split, eval_split = job["train_split"], job["eval_split"]
@@ -247,11 +244,8 @@ def run(job: dict, cluster: dict, work: str, app=None) -> dict:
         progress.put(protocol.KV_PROGRESS, {"epoch": epoch, "examples": ledger.examples, "expected": expected,
                                             "steps": state["steps"], "examples_per_s": round(rate, 1),
                                             "loss": round(loss, 6), "time": time.time()})
-        try:
-            summaries.scalars("train", state["steps"], {"loss": loss, "examples_per_second": rate,
-                                                        "workers": len(cluster["worker"])})
-        except Exception as exc:  # noqa: BLE001 - HDFS refusing writes for a while: scalars are not worth a failure
-            print(f"cannot write TensorBoard scalars: {exc}", flush=True)
+        summaries.scalars("train", state["steps"], {"loss": loss, "examples_per_second": rate,
+                                                    "workers": len(cluster["worker"])})
         window.update(n=0, loss=0.0, t=now)
 
     def drain(epoch: int, ledger) -> None:

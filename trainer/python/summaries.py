@@ -24,17 +24,26 @@ class Summaries:
             plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars")).SerializeToString()
 
     def scalars(self, split: str, step: int, values: dict) -> None:
-        if split not in self.writers:
-            self.writers[split] = self.tf.summary.create_file_writer(f"{self.url}/{split}")
-        with self.writers[split].as_default(step=step):
-            for name, value in values.items():
-                self.tf.summary.write(name, self.tf.constant(float(value), self.tf.float32), metadata=self.metadata)
+        """Write ``values`` at ``step``. HDFS refusing writes (safe mode, a NameNode restart) costs
+        these scalars, logged, not the job: TensorBoard's plots are not worth a failed training."""
+        try:
+            if split not in self.writers:
+                self.writers[split] = self.tf.summary.create_file_writer(f"{self.url}/{split}")
+            with self.writers[split].as_default(step=step):
+                for name, value in values.items():
+                    self.tf.summary.write(name, self.tf.constant(float(value), self.tf.float32),
+                                          metadata=self.metadata)
+        except Exception as exc:  # noqa: BLE001 - see above
+            print(f"cannot write TensorBoard scalars to {self.url}/{split}: {exc}", flush=True)
 
     def sync(self) -> None:
         """Close the event files written so far (complete and visible on HDFS). The writers are
-        dropped even when a close fails (HDFS refusing writes): the next scalars open new files."""
+        dropped even when a close fails (logged): the next scalars open new files."""
         writers, self.writers = self.writers, {}
         for writer in writers.values():
-            writer.close()
+            try:
+                writer.close()
+            except Exception as exc:  # noqa: BLE001 - as in scalars
+                print(f"cannot close a TensorBoard event file under {self.url}: {exc}", flush=True)
 
     close = sync
