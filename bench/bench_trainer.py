@@ -40,6 +40,11 @@ for _k, _v in {"TF_USE_LEGACY_KERAS": "1", "GRPC_FAIL_FAST": "use_caller", "TF_C
     os.environ.setdefault(_k, _v)
 
 
+def local_name(shard) -> str:
+    """A shard's plain file name (folders become ``__``) for the copies this bench localizes."""
+    return shard.path.replace("/", "__")
+
+
 def log(*args):
     print(time.strftime("%H:%M:%S"), *args, flush=True)
 
@@ -50,7 +55,7 @@ def pipeline_examples_per_s(folder: str, manifest_raw: dict, batch: int) -> dict
     over every train shard in ``folder``, without the train step: examples and seconds."""
     import tensorflow as tf
 
-    from tfhadoop.trainer.manifest import local_name, parse
+    from tfhadoop.connectors.dataset import parse
     from tfhadoop.trainer.step import COMPRESSION, parse_fn
 
     manifest = parse(manifest_raw, "bench")
@@ -91,7 +96,6 @@ def input_round(manifest, local: str, manifest_file: str, batch: int) -> dict:
     application and node."""
     import skein
 
-    from tfhadoop.trainer.manifest import local_name
 
     me = f"{sys.executable} {os.path.abspath(__file__)} --pipeline-worker"
     files = {local_name(s): skein.File(source=f"{manifest.root}/{s.path}", type="file")
@@ -132,8 +136,8 @@ def input_round(manifest, local: str, manifest_file: str, batch: int) -> dict:
 def measure_input(dataset: str, batch: int, epochs: int, rounds: int) -> dict:
     """Worker input from HDFS (YARN localization + the pipeline over the localized files) vs the
     same pipeline over files on local disk; ratios of examples/s, one pass and over ``epochs``."""
+    from tfhadoop.connectors.dataset import load
     from tfhadoop.trainer import hdfs_io
-    from tfhadoop.trainer.manifest import load, local_name
 
     manifest = load(dataset)
     work = tempfile.mkdtemp(prefix="bench-trainer-input-")

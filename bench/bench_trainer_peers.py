@@ -46,6 +46,7 @@ def write_dataset(folder: str, records: int, shards: int) -> dict:
     """Uncompressed shards with their index sidecars + the manifest, as `tfhadoop export` writes."""
     import numpy as np
 
+    from tfhadoop.connectors.dataset import MANIFEST, dumps, manifest_doc
     from tfhadoop.connectors.example import encode_example
     from tfhadoop.connectors.tfrecord import write_records
 
@@ -60,11 +61,10 @@ def write_dataset(folder: str, records: int, shards: int) -> dict:
                       (encode_example({"x": list(map(float, xi)), "y": [float(yi)]}) for xi, yi in zip(x, y)))
         files.append({"path": name, "records": per, "bytes": os.path.getsize(os.path.join(folder, name)),
                       "split": "train"})
-    manifest = {"format": "tfrecord", "record_type": "Example", "compression": "none", "files": files,
-                "splits": {"train": {"records": per * shards}}, "schema": {}, "parse_spec": SPEC, "source": {},
-                "created": "bench"}
-    with open(os.path.join(folder, "_tfhadoop.json"), "w") as f:
-        json.dump(manifest, f)
+    manifest = manifest_doc("Example", "none", files, splits={"train": {"records": per * shards}}, schema={},
+                                    parse_spec=SPEC, source={}, created="bench")
+    with open(os.path.join(folder, MANIFEST), "w") as f:
+        f.write(dumps(manifest))
     return manifest
 
 

@@ -168,10 +168,10 @@ class Scheduler:
 def run(job: dict, cluster: dict, work: str, app=None) -> dict:
     import tensorflow as tf
 
+    from tfhadoop.connectors.dataset import load as load_manifest
+    from tfhadoop.connectors.dataset import load_indexes
     from tfhadoop.trainer import hdfs_io
     from tfhadoop.trainer.checkpoints import CheckpointPolicy, HdfsCheckpoints
-    from tfhadoop.trainer.manifest import load as load_manifest
-    from tfhadoop.trainer.manifest import load_indexes
     from tfhadoop.trainer.step import build_task_fn, parse_fn
     from tfhadoop.trainer.summaries import Summaries
     from tfhadoop.trainer.tasks import EpochLedger, plan_epoch
@@ -313,7 +313,7 @@ def run(job: dict, cluster: dict, work: str, app=None) -> dict:
                "steps": state["steps"],
                "rejoins": rejoin_watch.rejoins, "app": getattr(app, "id", None)}
     if eval_split and manifest.split(eval_split):
-        from tfhadoop.trainer.manifest import shard_url
+        from tfhadoop.connectors.dataset import shard_url
         from tfhadoop.trainer.step import COMPRESSION, model_inputs
 
         parse = parse_fn(manifest.parse_spec, job["label"], job["sample_weight"])

@@ -106,7 +106,7 @@ def check_columns(job, parse_spec: dict) -> None:
 def check_dataset(job, original: str, notice) -> object:
     """The manifest; the label is a column; train/eval splits resolved (an unsplit dataset
     trains on every record, without evaluation)."""
-    from tfhadoop.trainer.manifest import ManifestError, load
+    from tfhadoop.connectors.dataset import ManifestError, load
 
     try:
         manifest = load(job.data)
