@@ -136,8 +136,8 @@ def input_round(manifest, local: str, manifest_file: str, batch: int) -> dict:
 def measure_input(dataset: str, batch: int, epochs: int, rounds: int) -> dict:
     """Worker input from HDFS (YARN localization + the pipeline over the localized files) vs the
     same pipeline over files on local disk; ratios of examples/s, one pass and over ``epochs``."""
+    from tfhadoop.connectors import hdfs
     from tfhadoop.connectors.dataset import load
-    from tfhadoop.trainer import hdfs_io
 
     manifest = load(dataset)
     work = tempfile.mkdtemp(prefix="bench-trainer-input-")
@@ -146,7 +146,7 @@ def measure_input(dataset: str, batch: int, epochs: int, rounds: int) -> dict:
     t0 = time.time()
     for s in manifest.split("train"):
         with open(os.path.join(local, local_name(s)), "wb") as f:
-            f.write(hdfs_io.read_bytes(f"{manifest.root}/{s.path}"))
+            f.write(hdfs.read_bytes(f"{manifest.root}/{s.path}"))
     client_read_s = time.time() - t0  # the same bytes over hdfs-native in this process, for scale
     manifest_file = os.path.join(work, "manifest.json")
     with open(manifest_file, "w") as f:
@@ -246,7 +246,7 @@ def run_job(args, dataset: str, tag: str, epochs: int, fault: str | None) -> dic
     import skein
 
     from tfhadoop import hadoop
-    from tfhadoop.trainer import hdfs_io
+    from tfhadoop.connectors import hdfs
     from tfhadoop.trainer.job import JobSpec, follow, submit
 
     run = hadoop.use_cluster().default_fs.rstrip("/") + f"/tmp/bench-trainer/{tag}-{uuid.uuid4().hex[:6]}"
@@ -320,11 +320,9 @@ def run_job(args, dataset: str, tag: str, epochs: int, fault: str | None) -> dic
         for e in result.get("events") or []:
             log(f"[{tag}] event", json.dumps({k: v for k, v in e.items() if k != "cluster"})[:1500])
         raise RuntimeError(f"{tag} job {app_id} did not succeed: {result.get('diagnostics')}")
-    metrics = json.loads(hdfs_io.read_bytes(f"{run}/ckpt/metrics.json"))
-    events = [json.loads(x) for x in hdfs_io.read_bytes(f"{run}/ckpt/events.jsonl").decode().splitlines()]
-    client_hdfs, path = hdfs_io._client(f"{run}/ckpt")
-    ckpts = sorted(int(s.path.rsplit("ckpt-", 1)[1]) / 1e9 for s in client_hdfs.list_status(path)
-                   if s.path.rsplit("/", 1)[-1].startswith("ckpt-"))
+    metrics = json.loads(hdfs.read_bytes(f"{run}/ckpt/metrics.json"))
+    events = [json.loads(x) for x in hdfs.read_bytes(f"{run}/ckpt/events.jsonl").decode().splitlines()]
+    ckpts = sorted(int(n[len("ckpt-"):]) / 1e9 for n in hdfs.list_names(f"{run}/ckpt") if n.startswith("ckpt-"))
     return {"tag": tag, "app_id": app_id, "run": run, "submit": t_submit, "final_status": result.get("final_status"),
             "metrics": metrics, "events": events, "checkpoints": ckpts, "progress": watch.progress,
             "up": watch.up, "containers": watch.containers, "faults": watch.faults, "notes": watch.notes,

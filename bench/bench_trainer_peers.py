@@ -155,10 +155,10 @@ def pss_cluster(workers: int):
 
 def run_yarn(args, manifest_folder: str) -> dict:
     """(c): `tfhadoop train` reading hdfs:// on the embedded cluster."""
-    from tfhadoop.trainer import hdfs_io
+    from tfhadoop.connectors import hdfs
 
     base = f"hdfs:///tmp/bench-peers-{uuid.uuid4().hex[:8]}"
-    hdfs_io.upload_dir(manifest_folder, f"{base}/data")
+    hdfs.upload_dir(manifest_folder, f"{base}/data")
     t0 = time.perf_counter()
     cmd = [sys.executable, "-m", "tfhadoop", "train", "--model", "bench_trainer_peers:model", "--python-path", HERE,
            "--data", f"{base}/data", "--label", "y", "--train-split", "train", "--ps", "1",
@@ -169,9 +169,9 @@ def run_yarn(args, manifest_folder: str) -> dict:
     wall = time.perf_counter() - t0
     if out.returncode:
         raise RuntimeError(f"tfhadoop train failed: {(out.stdout + out.stderr)[-3000:]}")
-    metrics = json.loads(hdfs_io.read_bytes(f"{base}/ckpt/metrics.json"))
-    samples = [json.loads(line) for line in hdfs_io.read_bytes(f"{base}/ckpt/progress.jsonl").decode().splitlines()]
-    hdfs_io.delete(base)
+    metrics = json.loads(hdfs.read_bytes(f"{base}/ckpt/metrics.json"))
+    samples = [json.loads(line) for line in hdfs.read_bytes(f"{base}/ckpt/progress.jsonl").decode().splitlines()]
+    hdfs.delete(base)
     return {"wall_s": wall, "metrics": metrics, "samples": samples}
 
 

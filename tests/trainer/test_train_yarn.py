@@ -45,9 +45,9 @@ def tensorboard_scalars(url, local) -> dict:
     """{run ("train"/"eval"): {tag: [(step, value), ...]}} from the event files under ``url``."""
     import tensorflow as tf
 
-    from tfhadoop.trainer import hdfs_io
+    from tfhadoop.connectors import hdfs
 
-    hdfs_io.download_dir(url, str(local))
+    hdfs.download_dir(url, str(local))
     out = {}
     for path in sorted(Path(local).rglob("events.out.tfevents.*")):
         for event in tf.compat.v1.train.summary_iterator(str(path)):
@@ -58,24 +58,24 @@ def tensorboard_scalars(url, local) -> dict:
 
 
 def _events(run):
-    from tfhadoop.trainer import hdfs_io
+    from tfhadoop.connectors import hdfs
 
-    return [json.loads(line) for line in hdfs_io.read_bytes(f"{run}/ckpt/events.jsonl").decode().splitlines()]
+    return [json.loads(line) for line in hdfs.read_bytes(f"{run}/ckpt/events.jsonl").decode().splitlines()]
 
 
 def _samples(run):
-    from tfhadoop.trainer import hdfs_io
+    from tfhadoop.connectors import hdfs
 
     try:
-        return hdfs_io.read_bytes(f"{run}/ckpt/progress.jsonl").decode().splitlines()
+        return hdfs.read_bytes(f"{run}/ckpt/progress.jsonl").decode().splitlines()
     except FileNotFoundError:
         return []
 
 
 def _metrics(run):
-    from tfhadoop.trainer import hdfs_io
+    from tfhadoop.connectors import hdfs
 
-    return json.loads(hdfs_io.read_bytes(f"{run}/ckpt/metrics.json"))
+    return json.loads(hdfs.read_bytes(f"{run}/ckpt/metrics.json"))
 
 
 def test_two_workers_one_ps_train_export_and_predict(hadoop_cluster, dataset, tmp_path):
@@ -91,9 +91,9 @@ def test_two_workers_one_ps_train_export_and_predict(hadoop_cluster, dataset, tm
     assert "client log: " in proc.stdout
     metrics = _metrics(run)
     assert [e["examples"] for e in metrics["epochs"]] == [2400, 2400]
-    from tfhadoop.trainer import hdfs_io
+    from tfhadoop.connectors import hdfs
 
-    hdfs_io.download_dir(f"{run}/model", str(tmp_path / "model"))
+    hdfs.download_dir(f"{run}/model", str(tmp_path / "model"))
     os.environ["TF_USE_LEGACY_KERAS"] = "1"
     import tf_keras
 
@@ -165,10 +165,10 @@ def _wait_epochs(hadoop_cluster, run, proc, epochs: int, timeout: float = 300):
 
 
 def _state_epoch(run):
-    from tfhadoop.trainer import hdfs_io
+    from tfhadoop.connectors import hdfs
 
     try:
-        return json.loads(hdfs_io.read_bytes(f"{run}/ckpt/latest/state.json"))["epoch"]
+        return json.loads(hdfs.read_bytes(f"{run}/ckpt/latest/state.json"))["epoch"]
     except Exception:  # noqa: BLE001 - not written yet
         return None
 
@@ -336,7 +336,7 @@ def test_unsplit_dataset_status_follow_kill_and_jobs(hadoop_cluster, tmp_path):
     """A dataset exported without --split, named in the README's hdfs:///path form: the job trains
     on every record (one notice says there is no eval split); status/follow/kill/jobs of the
     running, then the killed job, the finished one read from its job directory."""
-    from tfhadoop.trainer import hdfs_io
+    from tfhadoop.connectors import hdfs
 
     path = f"/tmp/trainer-tests/unsplit-{uuid.uuid4().hex[:8]}"
     models.write_dataset(hadoop_cluster.hdfs_url(path), split=False)
@@ -346,7 +346,7 @@ def test_unsplit_dataset_status_follow_kill_and_jobs(hadoop_cluster, tmp_path):
     app_id = next(line.split()[1] for line in proc.stdout.splitlines() if line.startswith("application "))
     tfh = [sys.executable, "-m", "tfhadoop"]
     _wait(lambda: (_state_epoch(run) or 0) >= 1, 300, "one epoch")
-    state = json.loads(hdfs_io.read_bytes(f"{run}/ckpt/latest/state.json"))
+    state = json.loads(hdfs.read_bytes(f"{run}/ckpt/latest/state.json"))
     assert state["history"][0]["examples"] == 2400  # every record of the unsplit dataset
     status = subprocess.run([*tfh, "status", app_id], capture_output=True, text=True, timeout=120)
     assert status.returncode == 0 and f"{app_id} tfhadoop-train RUNNING" in status.stdout, status.stderr[-2000:]

@@ -46,10 +46,9 @@ def write_dataset(url: str, train_shards=(600, 600, 600, 600), eval_records=400,
     ``url`` on HDFS (or written to the local folder ``url``). ``split=False``: as exported
     without ``--split`` (no split names, no eval shard). ``weights``: a float column ``w``
     (:func:`example_weights`) to train with ``--sample-weight w``. Returns the manifest."""
-    from tfhadoop.connectors import dataset
+    from tfhadoop.connectors import dataset, hdfs
     from tfhadoop.connectors.example import encode_example
     from tfhadoop.connectors.tfrecord import write_records
-    from tfhadoop.trainer import hdfs_io
 
     local = tempfile.mkdtemp(prefix="trainer-dataset-")
     ext = {"gzip": ".tfrecord.gz", "zlib": ".tfrecord.zz", "none": ".tfrecord"}[compression]
@@ -78,7 +77,7 @@ def write_dataset(url: str, train_shards=(600, 600, 600, 600), eval_records=400,
         f.write(dataset.dumps(manifest))
     open(os.path.join(local, "_SUCCESS"), "w").close()
     if url.startswith("hdfs://"):
-        hdfs_io.upload_dir(local, url)
+        hdfs.upload_dir(local, url)
     else:
         import shutil
 

@@ -168,9 +168,9 @@ class Scheduler:
 def run(job: dict, cluster: dict, work: str, app=None) -> dict:
     import tensorflow as tf
 
+    from tfhadoop.connectors import hdfs
     from tfhadoop.connectors.dataset import load as load_manifest
     from tfhadoop.connectors.dataset import load_indexes
-    from tfhadoop.trainer import hdfs_io
     from tfhadoop.trainer.checkpoints import CheckpointPolicy, HdfsCheckpoints
     from tfhadoop.trainer.step import build_task_fn, parse_fn
     from tfhadoop.trainer.summaries import Summaries
@@ -323,9 +323,9 @@ def run(job: dict, cluster: dict, work: str, app=None) -> dict:
         values = plain.evaluate(ds, verbose=0, return_dict=True)
         metrics["eval"] = {k: float(v) for k, v in values.items()}
         summaries.scalars("eval", state["steps"], metrics["eval"])
-    hdfs_io.publish(lambda staged: plain.save(staged, save_format="tf"), job["export_dir"])
+    hdfs.publish(lambda staged: plain.save(staged, save_format="tf"), job["export_dir"])
     summaries.close()
-    hdfs_io.write_bytes(protocol.job_file(ckpt_url, protocol.METRICS_FILE), json.dumps(metrics, indent=1).encode())
+    hdfs.write_bytes(protocol.job_file(ckpt_url, protocol.METRICS_FILE), json.dumps(metrics, indent=1).encode())
     progress.put(protocol.KV_METRICS, metrics)
     return metrics
 
