@@ -145,9 +145,7 @@ def pss_cluster(workers: int):
 
     cluster = {"ps": [f"127.0.0.1:{free_port()}"], "worker": [f"127.0.0.1:{free_port()}" for _ in range(workers)],
                "chief": [f"127.0.0.1:{free_port()}"]}
-    serve = "import json, sys; from tfhadoop.trainer import server; " \
-            "server.start(json.loads(sys.argv[1]), sys.argv[2], int(sys.argv[3])).join()"
-    procs = [subprocess.Popen([sys.executable, "-c", serve, json.dumps(cluster), role, str(i)],
+    procs = [subprocess.Popen([sys.executable, "-m", "tfhadoop.trainer.server", json.dumps(cluster), role, str(i)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
              for role in ("ps", "worker") for i in range(len(cluster[role]))]
     return cluster, procs
