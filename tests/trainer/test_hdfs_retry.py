@@ -1,4 +1,4 @@
-"""HDFS outages (row 4 of issue 12) without a cluster: ``hdfs_io.retry`` waits one out with
+"""HDFS outages (row 4 of issue 12) without a cluster: ``hdfs.retry`` waits one out with
 backoff and gives up after its budget; the master's event log keeps the lines HDFS refused and
 appends them later; the coordinator's retries become ``hdfs_retry`` events."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ import json
 import pytest
 from test_train_moved_worker import _kinds, _start, master  # noqa: F401
 
-from tfhadoop.trainer import hdfs_io
+from tfhadoop.connectors import hdfs
 
 
 class Outage:
@@ -33,7 +33,7 @@ def test_retry_waits_out_an_outage_with_backoff():
     now, sleep, clock = _fake_time()
     seen = []
     fn = Outage(5)
-    assert hdfs_io.retry(fn, "checkpoint", lambda a, e, d: seen.append((a, d)), sleep=sleep, clock=clock) == "saved"
+    assert hdfs.retry(fn, "checkpoint", lambda a, e, d: seen.append((a, d)), sleep=sleep, clock=clock) == "saved"
     assert fn.calls == 6 and seen == [(1, 1), (2, 2), (3, 4), (4, 8), (5, 10)] and now[0] == 25
 
 
@@ -41,7 +41,7 @@ def test_retry_gives_up_after_its_budget():
     _now, sleep, clock = _fake_time()
     fn = Outage(100)
     with pytest.raises(OSError, match="safe mode"):
-        hdfs_io.retry(fn, "checkpoint", budget_s=30, sleep=sleep, clock=clock)
+        hdfs.retry(fn, "checkpoint", budget_s=30, sleep=sleep, clock=clock)
     assert fn.calls == 6  # 1 + 2 + 4 + 8 + 10 s waited; the next 10 s would pass 30
 
 
@@ -53,7 +53,7 @@ def test_event_log_keeps_refused_lines_and_appends_them_later(master, monkeypatc
             raise OSError("Name node is in safe mode")
         written.append(data.decode())
 
-    monkeypatch.setattr(hdfs_io, "append_bytes", append)
+    monkeypatch.setattr(hdfs, "append_bytes", append)
     master.events.add("one")
     master.events.add("two")
     assert written == [] and len(master.events.unwritten) == 2

@@ -168,10 +168,10 @@ class Scheduler:
 def run(job: dict, cluster: dict, work: str, app=None) -> dict:
     import tensorflow as tf
 
-    from tfhadoop.trainer import hdfs_io
+    from tfhadoop.connectors import hdfs
+    from tfhadoop.connectors.dataset import load as load_manifest
+    from tfhadoop.connectors.dataset import load_indexes
     from tfhadoop.trainer.checkpoints import CheckpointPolicy, HdfsCheckpoints
-    from tfhadoop.trainer.manifest import load as load_manifest
-    from tfhadoop.trainer.manifest import load_indexes
     from tfhadoop.trainer.step import build_task_fn, parse_fn
     from tfhadoop.trainer.summaries import Summaries
     from tfhadoop.trainer.tasks import EpochLedger, plan_epoch
@@ -202,14 +202,14 @@ def run(job: dict, cluster: dict, work: str, app=None) -> dict:
     retries: list = []
 
     def retried(what: str):
-        """``on_retry`` for ``hdfs_io.retry``: each retry into the key-value store (the event log)."""
+        """``on_retry`` for ``hdfs.retry``: each retry into the key-value store (the event log)."""
         def note(attempt, exc, delay):
             retries.append({"what": what, "attempt": attempt, "error": f"{type(exc).__name__}: {str(exc)[:300]}",
                             "delay_s": delay, "time": time.time()})
             progress.put_list(protocol.KV_HDFS_RETRIES, retries)
         return note
 
-    state = hdfs_io.retry(checkpoints.restore, "restore", retried("restore")) or \
+    state = hdfs.retry(checkpoints.restore, "restore", retried("restore")) or \
         {"epoch": 0, "ledger": None, "steps": 0, "history": []}
     if state["steps"]:
         print(f"restored checkpoint: epoch {state['epoch']}, step {state['steps']}, "
@@ -218,7 +218,7 @@ def run(job: dict, cluster: dict, work: str, app=None) -> dict:
     policy.saved(state["steps"])
 
     def save():
-        hdfs_io.retry(lambda: checkpoints.save(state), "checkpoint", retried("checkpoint"))
+        hdfs.retry(lambda: checkpoints.save(state), "checkpoint", retried("checkpoint"))
         policy.saved(state["steps"])
         summaries.sync()
 
@@ -324,7 +324,7 @@ def run(job: dict, cluster: dict, work: str, app=None) -> dict:
                "steps": state["steps"],
                "rejoins": rejoin_watch.rejoins, "app": getattr(app, "id", None)}
     if eval_split and manifest.split(eval_split):
-        from tfhadoop.trainer.manifest import shard_url
+        from tfhadoop.connectors.dataset import shard_url
         from tfhadoop.trainer.step import COMPRESSION, model_inputs
 
         parse = parse_fn(manifest.parse_spec, job["label"], job["sample_weight"])
@@ -334,9 +334,9 @@ def run(job: dict, cluster: dict, work: str, app=None) -> dict:
         values = plain.evaluate(ds, verbose=0, return_dict=True)
         metrics["eval"] = {k: float(v) for k, v in values.items()}
         summaries.scalars("eval", state["steps"], metrics["eval"])
-    hdfs_io.publish(lambda staged: plain.save(staged, save_format="tf"), job["export_dir"])
+    hdfs.publish(lambda staged: plain.save(staged, save_format="tf"), job["export_dir"])
     summaries.close()
-    hdfs_io.write_bytes(protocol.job_file(ckpt_url, protocol.METRICS_FILE), json.dumps(metrics, indent=1).encode())
+    hdfs.write_bytes(protocol.job_file(ckpt_url, protocol.METRICS_FILE), json.dumps(metrics, indent=1).encode())
     progress.put(protocol.KV_METRICS, metrics)
     return metrics
 
