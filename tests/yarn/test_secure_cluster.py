@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -212,3 +213,191 @@ with skein.Client(log=False) as client:
                            f"print(c.read({out.split(info['fs_default'])[1]!r}).read().decode())"],
                           env=env, capture_output=True, text=True, timeout=60)
     assert read.stdout.strip() == "7 7", read.stdout + read.stderr[-2000:]
+
+
+IP_TOKEN_CHECK = """
+import sys
+import hdfs_native
+from tfhadoop.connectors import tfrecord
+url, path = sys.argv[1], sys.argv[2]
+try:
+    hdfs_native.Client(url.split(path)[0]).get_file_info(path)
+    print("raw-client-ok")
+except Exception as exc:
+    print("raw-client-failed", type(exc).__name__)
+n = sum(1 for _ in tfrecord.read_records(url))
+import tensorflow as tf
+import tfhadoop.tfhdfs
+m = sum(1 for _ in tf.data.TFRecordDataset(url))
+print("counts", n, m)
+"""
+
+
+def test_ip_named_delegation_token_is_found_by_python_and_the_tf_plugin(secure_cluster, tmp_path):
+    """Hadoop names tokens by the NameNode's IP by default (hadoop.security.token.service.use_ip=true);
+    a process holding only such a token and no ticket still reaches hdfs://localhost:port from
+    Python and through the TF plugin (both dial the IP the token names)."""
+    cluster, info = secure_cluster
+    conf = tmp_path / "conf"
+    shutil.copytree(cluster.conf_dir, conf)
+    core = conf / "core-site.xml"
+    key = "<name>hadoop.security.token.service.use_ip</name><value>"
+    assert key + "false</value>" in core.read_text()
+    core.write_text(core.read_text().replace(key + "false</value>", key + "true</value>"))
+    java, tools = re.search(r"dfs\) exec '([^']*)' \$LOG -cp '[^:']*:([^']*)'", (cluster.bin_dir / "hdfs").read_text()).groups()
+    env = _env(cluster, info, tmp_path / "cc")
+    _kinit(env, info["principal"], info["keytab"])
+    user = info["principal"].split("@")[0]
+    url = info["fs_default"] + f"/user/{user}/ip-token/part-0.tfrecord"
+    subprocess.run([sys.executable, "-c", "from tfhadoop.connectors import tfrecord as t; "
+                    f"t.write_records({url!r}, [b'x'] * 5)"], env=env, check=True, timeout=120)
+    tokens = tmp_path / "tokens"
+    fetch = subprocess.run([java, f"-Djava.security.krb5.conf={info['krb5_conf']}", "-cp", f"{conf}:{tools}",
+                            "org.apache.hadoop.hdfs.tools.DelegationTokenFetcher", "--renewer", "hadoop", str(tokens)],
+                           env=env, capture_output=True, text=True, timeout=120)
+    assert fetch.returncode == 0 and tokens.is_file(), fetch.stdout + fetch.stderr[-3000:]
+    port = info["fs_default"].rsplit(":", 1)[1]
+    assert f"127.0.0.1:{port}".encode() in tokens.read_bytes() and b"localhost" not in tokens.read_bytes()
+    bare = _env(cluster, info, None)  # no ticket: the token is all this process has
+    bare["HADOOP_TOKEN_FILE_LOCATION"] = str(tokens)
+    proc = subprocess.run([sys.executable, "-c", IP_TOKEN_CHECK, url, _path(info, url)], env=bare,
+                          capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    assert "raw-client-failed" in proc.stdout, proc.stdout  # hdfs-native alone looks for localhost:port
+    assert "counts 5 5" in proc.stdout, proc.stdout
+
+
+# --- The product on the secure cluster: a Hive table exported by Spark, trained on YARN ---------
+
+TRAINER_TESTS = ROOT / "tests" / "trainer"
+HIVE_TABLE = """
+import sys
+sys.path.insert(0, {models!r})
+import trainer_test_models as m
+from tfhadoop.spark.session import hive_session
+spark = hive_session("secure-hive-table")
+x, y = m.make_examples(3000, seed=0)
+rows = [([float(v) for v in xi], float(yi)) for xi, yi in zip(x, y)]
+spark.createDataFrame(rows, "x array<float>, y float").write.mode("overwrite").saveAsTable("secure_points")
+print(spark.table("secure_points").count())
+spark.stop()
+"""
+
+
+def _py(env, script, timeout=300):
+    proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
+    return proc.stdout
+
+
+@pytest.fixture(scope="module")
+def exported_dataset(secure_cluster, tmp_path_factory):
+    """A Hive table on the secure warehouse (written with a kinit ticket), exported to TFRecords by
+    `tfhadoop export --principal/--keytab` with no ticket cache at all."""
+    cluster, info = secure_cluster
+    mine = _env(cluster, info, tmp_path_factory.mktemp("cc") / "cc")
+    _kinit(mine, info["principal"], info["keytab"])
+    assert _py(mine, HIVE_TABLE.format(models=str(TRAINER_TESTS)), timeout=400).split()[-1] == "3000"
+    user = info["principal"].split("@")[0]
+    url = info["fs_default"] + f"/user/{user}/datasets/points"
+    env = _env(cluster, info, None)
+    t0 = time.monotonic()
+    proc, _ = _tfh(env, "export", "--table", "secure_points", "--output", url, "--split", "train=0.8,eval=0.2",
+                   "--label", "y", "--shards", "4", "--principal", info["principal"], "--keytab", info["keytab"],
+                   timeout=400)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
+    print(f"secure export in {time.monotonic() - t0:.1f} s")
+    return url
+
+
+def test_export_of_a_hive_table_with_a_keytab(secure_cluster, exported_dataset):
+    cluster, info = secure_cluster
+    env = _env(cluster, info, None)
+    proc, _ = _tfh(env, "records", "count", exported_dataset, "--principal", info["principal"],
+                   "--keytab", info["keytab"])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.split()[0] == "3000", proc.stdout
+    manifest = json.loads(_py(_with_ticket(cluster, info), "import hdfs_native, sys; "
+                              f"sys.stdout.write(hdfs_native.Client().read({_path(info, exported_dataset)!r}"
+                              " + '/_tfhadoop.json').read().decode())"))
+    assert set(manifest["splits"]) == {"train", "eval"}
+    assert sum(s["records"] for s in manifest["splits"].values()) == 3000
+    # The second user can read neither the table's files nor the dataset.
+    proc, secs = _tfh(env, "records", "count", exported_dataset, "--principal", info["other_principal"],
+                      "--keytab", info["other_keytab"])
+    _one_line_error(proc, secs, "Permission denied: user=intruder")
+
+
+def _path(info, url: str) -> str:
+    return url[len(info["fs_default"]):]
+
+
+def _with_ticket(cluster, info) -> dict:
+    cache = Path(tempfile.mkdtemp(prefix="tfhadoop-test-cc-")) / "cc"
+    env = _env(cluster, info, cache)
+    _kinit(env, info["principal"], info["keytab"])
+    return env
+
+
+LOAD_AND_PREDICT = """
+import os, sys, tempfile
+os.environ["TF_USE_LEGACY_KERAS"] = "1"
+sys.path.insert(0, {models!r})
+import numpy as np
+import tf_keras
+import trainer_test_models as m
+from tfhadoop.trainer import hdfs_io
+local = tempfile.mkdtemp()
+hdfs_io.download_dir({url!r}, local)
+model = tf_keras.models.load_model(local)
+x, y = m.make_examples(400, seed=7)
+mse = float(np.mean((model.predict(x, verbose=0)[:, 0] - y) ** 2))
+print(mse, float(np.mean((y - y.mean()) ** 2)))
+"""
+
+
+def test_train_on_the_secure_cluster_with_a_keytab(secure_cluster, exported_dataset):
+    """`tfhadoop train --principal/--keytab` (no ticket cache): 1 PS + 1 worker on YARN with the
+    application's delegation tokens only, past the tokens' renewal interval (the ResourceManager
+    renews them); checkpoints and the SavedModel land on hdfs://; the keytab never leaves the client."""
+    cluster, info = secure_cluster
+    user = info["principal"].split("@")[0]
+    run = info["fs_default"] + f"/user/{user}/runs/r1"
+    env = _env(cluster, info, None)
+    proc, secs = _tfh(env, "train", "--model", "trainer_test_models:linear", "--python-path", str(TRAINER_TESTS),
+                      "--data", exported_dataset, "--label", "y", "--workers", "1", "--ps", "1", "--epochs", "20",
+                      "--task-records", "300", "--batch-size", "32", "--worker-memory", "1g", "--ps-memory", "1g",
+                      "--checkpoint-dir", f"{run}/ckpt", "--export-dir", f"{run}/model",
+                      "--principal", info["principal"], "--keytab", info["keytab"], timeout=600)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-4000:] + _container_logs(cluster)[-6000:]
+    assert "training SUCCEEDED" in proc.stdout, out[-3000:]
+    print(f"secure train in {secs:.1f} s")
+    app = next(w for w in proc.stdout.split() if w.startswith("application_"))
+    mine = _with_ticket(cluster, info)
+    events = [json.loads(line) for line in _py(mine, "import hdfs_native, sys; sys.stdout.write(hdfs_native.Client()"
+                                                   f".read({_path(info, run)!r} + '/ckpt/events.jsonl').read().decode())")
+              .splitlines()]
+    assert events[-1]["event"] == "finished" and events[-1]["status"] == "SUCCEEDED", events[-1]
+    # Tokens issued at submission were used after their renewal interval had passed.
+    renew, span = info["token_renew_seconds"], events[-1]["time"] - events[0]["time"]
+    print(f"job ran {span:.0f} s from cluster_up to finished; tokens renew every {renew} s")
+    assert span > renew, (events[0], events[-1], renew)
+    listing = _py(mine, "import hdfs_native; c = hdfs_native.Client(); "
+                        f"print('\\n'.join(s.path for s in c.list_status({_path(info, run)!r} + '/ckpt', True)))"
+                        "; print('\\n'.join(s.path for s in c.list_status("
+                        f"{_path(info, run)!r} + '/model', True)))")
+    assert "saved_model.pb" in listing and "metrics.json" in listing, listing
+    assert any("ckpt" in line and ".index" in line for line in listing.splitlines()), listing
+    mse, constant = map(float, _py(mine, LOAD_AND_PREDICT.format(models=str(TRAINER_TESTS), url=f"{run}/model"))
+                        .split()[-2:])
+    assert mse < 0.05 * constant, (mse, constant)
+    # No keytab in any container of the application, nor named in their launch scripts.
+    app_dirs = list(cluster.state_dir.glob(f"target/**/appcache/{app}"))
+    assert app_dirs, f"no container dirs of {app} under {cluster.state_dir}"
+    for d in app_dirs:
+        for f in d.rglob("*"):
+            assert not f.name.endswith(".keytab"), f
+            if f.name == "launch_container.sh":
+                text = f.read_text()
+                assert "keytab" not in text.lower() and info["keytab"] not in text, f
