@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -284,8 +285,9 @@ spark.stop()
 """
 
 
-def _py(env, script, timeout=300):
-    proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=timeout)
+def _py(env, script, *args, timeout=300):
+    proc = subprocess.run([sys.executable, "-c", script, *args], env=env, capture_output=True, text=True,
+                          timeout=timeout)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
     return proc.stdout
 
@@ -317,9 +319,7 @@ def test_export_of_a_hive_table_with_a_keytab(secure_cluster, exported_dataset):
                    "--keytab", info["keytab"])
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.split()[0] == "3000", proc.stdout
-    manifest = json.loads(_py(_with_ticket(cluster, info), "import hdfs_native, sys; "
-                              f"sys.stdout.write(hdfs_native.Client().read({_path(info, exported_dataset)!r}"
-                              " + '/_tfhadoop.json').read().decode())"))
+    manifest = json.loads(_hdfs_text(_with_ticket(cluster, info), info, f"{exported_dataset}/_tfhadoop.json"))
     assert set(manifest["splits"]) == {"train", "eval"}
     assert sum(s["records"] for s in manifest["splits"].values()) == 3000
     # The second user can read neither the table's files nor the dataset.
@@ -356,33 +356,91 @@ print(mse, float(np.mean((y - y.mean()) ** 2)))
 """
 
 
+def _role_pid(app: str, role: str) -> int | None:
+    """The process of ``role`` (``worker_0``, Skein's container name) in ``app``'s containers."""
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read()
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                environ = f.read().split(b"\0")
+        except OSError:
+            continue
+        if b"tfhadoop.trainer.role" in cmd and f"SKEIN_APPLICATION_ID={app}".encode() in environ \
+                and f"SKEIN_CONTAINER_ID={role}".encode() in environ:
+            return int(pid)
+    return None
+
+
+READ_TEXT = """
+import sys, hdfs_native
+try:
+    sys.stdout.write(hdfs_native.Client().read(sys.argv[1]).read().decode())
+except FileNotFoundError:
+    if sys.argv[2] != "missing-ok":
+        raise
+"""
+
+
+def _hdfs_text(env, info, url: str, missing_ok: bool = False) -> str:
+    """The text of file ``url`` read as the user of ``env`` ("" for a missing file if ``missing_ok``)."""
+    return _py(env, READ_TEXT, _path(info, url), "missing-ok" if missing_ok else "-")
+
+
 def test_train_on_the_secure_cluster_with_a_keytab(secure_cluster, exported_dataset):
     """`tfhadoop train --principal/--keytab` (no ticket cache): 1 PS + 1 worker on YARN with the
-    application's delegation tokens only, past the tokens' renewal interval (the ResourceManager
-    renews them); checkpoints and the SavedModel land on hdfs://; the keytab never leaves the client."""
+    application's delegation tokens only. Once the tokens are older than their renewal interval
+    the worker is killed: its replacement, a new process, logs in to HDFS with the same tokens
+    (the ResourceManager renewed them) and the job SUCCEEDS. Checkpoints and the SavedModel land
+    on hdfs://; the keytab never leaves the client."""
     cluster, info = secure_cluster
     user = info["principal"].split("@")[0]
     run = info["fs_default"] + f"/user/{user}/runs/r1"
     env = _env(cluster, info, None)
-    proc, secs = _tfh(env, "train", "--model", "trainer_test_models:linear", "--python-path", str(TRAINER_TESTS),
-                      "--data", exported_dataset, "--label", "y", "--workers", "1", "--ps", "1", "--epochs", "20",
-                      "--task-records", "300", "--batch-size", "32", "--worker-memory", "1g", "--ps-memory", "1g",
-                      "--checkpoint-dir", f"{run}/ckpt", "--export-dir", f"{run}/model",
-                      "--principal", info["principal"], "--keytab", info["keytab"], timeout=600)
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 0, out[-4000:] + _container_logs(cluster)[-6000:]
-    assert "training SUCCEEDED" in proc.stdout, out[-3000:]
-    print(f"secure train in {secs:.1f} s")
-    app = next(w for w in proc.stdout.split() if w.startswith("application_"))
     mine = _with_ticket(cluster, info)
-    events = [json.loads(line) for line in _py(mine, "import hdfs_native, sys; sys.stdout.write(hdfs_native.Client()"
-                                                   f".read({_path(info, run)!r} + '/ckpt/events.jsonl').read().decode())")
-              .splitlines()]
+    renew = info["token_renew_seconds"]
+    t0 = time.monotonic()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tfhadoop", "train", "--model", "trainer_test_models:linear",
+         "--python-path", str(TRAINER_TESTS), "--data", exported_dataset, "--label", "y", "--workers", "1",
+         "--ps", "1", "--epochs", "24", "--task-records", "300", "--batch-size", "32", "--worker-memory", "1g",
+         "--ps-memory", "1g", "--checkpoint-dir", f"{run}/ckpt", "--export-dir", f"{run}/model",
+         "--principal", info["principal"], "--keytab", info["keytab"]],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        app = next((line.split()[1] for line in proc.stdout if line.startswith("application ")), None)
+        assert app, proc.stderr.read()[-3000:]
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and proc.poll() is None:
+            pid = _role_pid(app, "worker_0")
+            events = _hdfs_text(mine, info, f"{run}/ckpt/events.jsonl", missing_ok=True) if pid else ""
+            up = [json.loads(line) for line in events.splitlines() if '"cluster_up"' in line]
+            if up and time.time() - up[0]["time"] > renew + 5:
+                break
+            time.sleep(3)
+        assert proc.poll() is None and pid, "the job ended (or never started its worker) before its tokens " \
+            "were older than their renewal interval"
+        os.kill(pid, signal.SIGKILL)
+        t_kill = time.time()
+        out, err = proc.communicate(timeout=600)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    secs = time.monotonic() - t0
+    assert proc.returncode == 0, (out + err)[-4000:] + _container_logs(cluster)[-6000:]
+    assert "training SUCCEEDED" in out, (out + err)[-3000:]
+    events = [json.loads(line) for line in _hdfs_text(mine, info, f"{run}/ckpt/events.jsonl").splitlines()]
     assert events[-1]["event"] == "finished" and events[-1]["status"] == "SUCCEEDED", events[-1]
-    # Tokens issued at submission were used after their renewal interval had passed.
-    renew, span = info["token_renew_seconds"], events[-1]["time"] - events[0]["time"]
-    print(f"job ran {span:.0f} s from cluster_up to finished; tokens renew every {renew} s")
-    assert span > renew, (events[0], events[-1], renew)
+    lost = [e for e in events if e["event"] == "container_lost"]
+    assert [e["role"] for e in lost] == ["worker"], lost
+    # The replacement started after the tokens' first renewal interval had passed, and trained.
+    up_again = [e for e in events if e["event"] == "replacement_up"]
+    assert up_again and up_again[0]["time"] > events[0]["time"] + renew, (up_again, events[0])
+    train = json.loads(_hdfs_text(mine, info, f"{exported_dataset}/_tfhadoop.json"))["splits"]["train"]["records"]
+    metrics = json.loads(_hdfs_text(mine, info, f"{run}/ckpt/metrics.json"))
+    assert [e["examples"] for e in metrics["epochs"]] == [train] * 24  # exactly once per epoch
+    print(f"secure train in {secs:.1f} s; worker killed {t_kill - events[0]['time']:.0f} s after cluster_up, "
+          f"replacement up {up_again[0]['time'] - t_kill:.1f} s later; tokens renew every {renew} s")
     listing = _py(mine, "import hdfs_native; c = hdfs_native.Client(); "
                         f"print('\\n'.join(s.path for s in c.list_status({_path(info, run)!r} + '/ckpt', True)))"
                         "; print('\\n'.join(s.path for s in c.list_status("
