@@ -30,7 +30,7 @@ def secure_cluster():
     cluster = EmbeddedCluster(state)
     t0 = time.monotonic()
     try:
-        info = cluster.up(ClusterOptions(node_managers=1, secure=True, token_renew_seconds=60))
+        info = cluster.up(ClusterOptions(node_managers=1, secure=True, token_renew_seconds=40))
         print(f"secure cluster up in {time.monotonic() - t0:.1f} s (daemons {info['start_seconds']:.1f} s)")
         yield cluster, info
     finally:
@@ -398,12 +398,12 @@ def test_train_on_the_secure_cluster_with_a_keytab(secure_cluster, exported_data
     run = info["fs_default"] + f"/user/{user}/runs/r1"
     env = _env(cluster, info, None)
     mine = _with_ticket(cluster, info)
-    renew = info["token_renew_seconds"]
+    renew, epochs = info["token_renew_seconds"], 18  # still training when the tokens are renew + 5 s old
     t0 = time.monotonic()
     proc = subprocess.Popen(
         [sys.executable, "-m", "tfhadoop", "train", "--model", "trainer_test_models:linear",
          "--python-path", str(TRAINER_TESTS), "--data", exported_dataset, "--label", "y", "--workers", "1",
-         "--ps", "1", "--epochs", "24", "--task-records", "300", "--batch-size", "32", "--worker-memory", "1g",
+         "--ps", "1", "--epochs", str(epochs), "--task-records", "300", "--batch-size", "32", "--worker-memory", "1g",
          "--ps-memory", "1g", "--checkpoint-dir", f"{run}/ckpt", "--export-dir", f"{run}/model",
          "--principal", info["principal"], "--keytab", info["keytab"]],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -438,7 +438,7 @@ def test_train_on_the_secure_cluster_with_a_keytab(secure_cluster, exported_data
     assert up_again and up_again[0]["time"] > events[0]["time"] + renew, (up_again, events[0])
     train = json.loads(_hdfs_text(mine, info, f"{exported_dataset}/_tfhadoop.json"))["splits"]["train"]["records"]
     metrics = json.loads(_hdfs_text(mine, info, f"{run}/ckpt/metrics.json"))
-    assert [e["examples"] for e in metrics["epochs"]] == [train] * 24  # exactly once per epoch
+    assert [e["examples"] for e in metrics["epochs"]] == [train] * epochs  # exactly once per epoch
     print(f"secure train in {secs:.1f} s; worker killed {t_kill - events[0]['time']:.0f} s after cluster_up, "
           f"replacement up {up_again[0]['time'] - t_kill:.1f} s later; tokens renew every {renew} s")
     listing = _py(mine, "import hdfs_native; c = hdfs_native.Client(); "
