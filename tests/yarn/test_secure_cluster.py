@@ -312,14 +312,14 @@ def exported_dataset(secure_cluster, tmp_path_factory):
     return url
 
 
-def test_export_of_a_hive_table_with_a_keytab(secure_cluster, exported_dataset):
+def test_export_of_a_hive_table_with_a_keytab(secure_cluster, exported_dataset, tmp_path):
     cluster, info = secure_cluster
     env = _env(cluster, info, None)
     proc, _ = _tfh(env, "records", "count", exported_dataset, "--principal", info["principal"],
                    "--keytab", info["keytab"])
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.split()[0] == "3000", proc.stdout
-    manifest = json.loads(_hdfs_text(_with_ticket(cluster, info), info, f"{exported_dataset}/_tfhadoop.json"))
+    manifest = json.loads(_hdfs_text(_with_ticket(cluster, info, tmp_path), info, f"{exported_dataset}/_tfhadoop.json"))
     assert set(manifest["splits"]) == {"train", "eval"}
     assert sum(s["records"] for s in manifest["splits"].values()) == 3000
     # The second user can read neither the table's files nor the dataset.
@@ -332,22 +332,22 @@ def _path(info, url: str) -> str:
     return url[len(info["fs_default"]):]
 
 
-def _with_ticket(cluster, info) -> dict:
-    cache = Path(tempfile.mkdtemp(prefix="tfhadoop-test-cc-")) / "cc"
-    env = _env(cluster, info, cache)
+def _with_ticket(cluster, info, folder: Path) -> dict:
+    """A client shell of the test user with a ticket (its cache in ``folder``)."""
+    env = _env(cluster, info, folder / "cc")
     _kinit(env, info["principal"], info["keytab"])
     return env
 
 
 LOAD_AND_PREDICT = """
-import os, sys, tempfile
+import os, sys
 os.environ["TF_USE_LEGACY_KERAS"] = "1"
 sys.path.insert(0, {models!r})
 import numpy as np
 import tf_keras
 import trainer_test_models as m
 from tfhadoop.trainer import hdfs_io
-local = tempfile.mkdtemp()
+local = {local!r}
 hdfs_io.download_dir({url!r}, local)
 model = tf_keras.models.load_model(local)
 x, y = m.make_examples(400, seed=7)
@@ -387,7 +387,7 @@ def _hdfs_text(env, info, url: str, missing_ok: bool = False) -> str:
     return _py(env, READ_TEXT, _path(info, url), "missing-ok" if missing_ok else "-")
 
 
-def test_train_on_the_secure_cluster_with_a_keytab(secure_cluster, exported_dataset):
+def test_train_on_the_secure_cluster_with_a_keytab(secure_cluster, exported_dataset, tmp_path):
     """`tfhadoop train --principal/--keytab` (no ticket cache): 1 PS + 1 worker on YARN with the
     application's delegation tokens only. Once the tokens are older than their renewal interval
     the worker is killed: its replacement, a new process, logs in to HDFS with the same tokens
@@ -397,7 +397,7 @@ def test_train_on_the_secure_cluster_with_a_keytab(secure_cluster, exported_data
     user = info["principal"].split("@")[0]
     run = info["fs_default"] + f"/user/{user}/runs/r1"
     env = _env(cluster, info, None)
-    mine = _with_ticket(cluster, info)
+    mine = _with_ticket(cluster, info, tmp_path)
     renew, epochs = info["token_renew_seconds"], 18  # still training when the tokens are renew + 5 s old
     t0 = time.monotonic()
     proc = subprocess.Popen(
@@ -447,7 +447,8 @@ def test_train_on_the_secure_cluster_with_a_keytab(secure_cluster, exported_data
                         f"{_path(info, run)!r} + '/model', True)))")
     assert "saved_model.pb" in listing and "metrics.json" in listing, listing
     assert any("ckpt" in line and ".index" in line for line in listing.splitlines()), listing
-    mse, constant = map(float, _py(mine, LOAD_AND_PREDICT.format(models=str(TRAINER_TESTS), url=f"{run}/model"))
+    mse, constant = map(float, _py(mine, LOAD_AND_PREDICT.format(models=str(TRAINER_TESTS), url=f"{run}/model",
+                                                          local=str(tmp_path / "model")))
                         .split()[-2:])
     assert mse < 0.05 * constant, (mse, constant)
     # No keytab in any container of the application, nor named in their launch scripts.
