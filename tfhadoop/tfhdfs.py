@@ -17,7 +17,7 @@ from pathlib import Path
 
 __all__ = ["LIBRARY", "register"]
 
-LIBRARY = Path(__file__).with_name("libtfhdfs.so")
+LIBRARY = Path(__file__).with_name("libtfhdfs.so")  # also asked by tfhadoop.tokens (ctypes)
 CONF_DIR_ENV = "TFHADOOP_HDFS_CONF_DIR"  # read by the plugin (connectors/native/tfhdfs/src/hdfs.rs)
 
 _lock = threading.Lock()

@@ -162,7 +162,7 @@ class NativeFS(_HdfsFS):
         except Exception:  # noqa: BLE001 - no local conf: the URL alone is enough
             pass
         cfg.update(config or {})
-        self._client = hdfs_native.Client(base, config=cfg)
+        self._client = hdfs_native.Client(_dial_url(base), config=cfg)
         self._options = hdfs_native.WriteOptions
 
     def _call(self, what, path, fn, *args):
@@ -319,6 +319,16 @@ class WebHdfsFS(_HdfsFS):
 
     def check(self) -> None:
         self._status("/")
+
+
+def _dial_url(base: str) -> str:
+    """``base``, or ``hdfs://ip:port`` in a container whose delegation token names the NameNode by
+    IP (hdfs-native picks the token whose service equals the address it dials)."""
+    from tfhadoop import tokens
+
+    authority = base.split("://", 1)[-1].split("/", 1)[0]
+    dial = tokens.dial_address(authority) if authority else None
+    return f"hdfs://{dial}" if dial else base
 
 
 def _secured() -> bool:

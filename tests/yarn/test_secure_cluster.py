@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -28,7 +30,7 @@ def secure_cluster():
     cluster = EmbeddedCluster(state)
     t0 = time.monotonic()
     try:
-        info = cluster.up(ClusterOptions(node_managers=1, secure=True, token_renew_seconds=60))
+        info = cluster.up(ClusterOptions(node_managers=1, secure=True, token_renew_seconds=40))
         print(f"secure cluster up in {time.monotonic() - t0:.1f} s (daemons {info['start_seconds']:.1f} s)")
         yield cluster, info
     finally:
@@ -212,3 +214,249 @@ with skein.Client(log=False) as client:
                            f"print(c.read({out.split(info['fs_default'])[1]!r}).read().decode())"],
                           env=env, capture_output=True, text=True, timeout=60)
     assert read.stdout.strip() == "7 7", read.stdout + read.stderr[-2000:]
+
+
+IP_TOKEN_CHECK = """
+import sys
+import hdfs_native
+from tfhadoop.connectors import tfrecord
+url, path = sys.argv[1], sys.argv[2]
+try:
+    hdfs_native.Client(url.split(path)[0]).get_file_info(path)
+    print("raw-client-ok")
+except Exception as exc:
+    print("raw-client-failed", type(exc).__name__)
+n = sum(1 for _ in tfrecord.read_records(url))
+import tensorflow as tf
+import tfhadoop.tfhdfs
+m = sum(1 for _ in tf.data.TFRecordDataset(url))
+print("counts", n, m)
+"""
+
+
+def test_ip_named_delegation_token_is_found_by_python_and_the_tf_plugin(secure_cluster, tmp_path):
+    """Hadoop names tokens by the NameNode's IP by default (hadoop.security.token.service.use_ip=true);
+    a process holding only such a token and no ticket still reaches hdfs://localhost:port from
+    Python and through the TF plugin (both dial the IP the token names)."""
+    cluster, info = secure_cluster
+    conf = tmp_path / "conf"
+    shutil.copytree(cluster.conf_dir, conf)
+    core = conf / "core-site.xml"
+    key = "<name>hadoop.security.token.service.use_ip</name><value>"
+    assert key + "false</value>" in core.read_text()
+    core.write_text(core.read_text().replace(key + "false</value>", key + "true</value>"))
+    java, tools = re.search(r"dfs\) exec '([^']*)' \$LOG -cp '[^:']*:([^']*)'", (cluster.bin_dir / "hdfs").read_text()).groups()
+    env = _env(cluster, info, tmp_path / "cc")
+    _kinit(env, info["principal"], info["keytab"])
+    user = info["principal"].split("@")[0]
+    url = info["fs_default"] + f"/user/{user}/ip-token/part-0.tfrecord"
+    subprocess.run([sys.executable, "-c", "from tfhadoop.connectors import tfrecord as t; "
+                    f"t.write_records({url!r}, [b'x'] * 5)"], env=env, check=True, timeout=120)
+    tokens = tmp_path / "tokens"
+    fetch = subprocess.run([java, f"-Djava.security.krb5.conf={info['krb5_conf']}", "-cp", f"{conf}:{tools}",
+                            "org.apache.hadoop.hdfs.tools.DelegationTokenFetcher", "--renewer", "hadoop", str(tokens)],
+                           env=env, capture_output=True, text=True, timeout=120)
+    assert fetch.returncode == 0 and tokens.is_file(), fetch.stdout + fetch.stderr[-3000:]
+    port = info["fs_default"].rsplit(":", 1)[1]
+    assert f"127.0.0.1:{port}".encode() in tokens.read_bytes() and b"localhost" not in tokens.read_bytes()
+    bare = _env(cluster, info, None)  # no ticket: the token is all this process has
+    bare["HADOOP_TOKEN_FILE_LOCATION"] = str(tokens)
+    proc = subprocess.run([sys.executable, "-c", IP_TOKEN_CHECK, url, _path(info, url)], env=bare,
+                          capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    assert "raw-client-failed" in proc.stdout, proc.stdout  # hdfs-native alone looks for localhost:port
+    assert "counts 5 5" in proc.stdout, proc.stdout
+
+
+# --- The product on the secure cluster: a Hive table exported by Spark, trained on YARN ---------
+
+TRAINER_TESTS = ROOT / "tests" / "trainer"
+HIVE_TABLE = """
+import sys
+sys.path.insert(0, {models!r})
+import trainer_test_models as m
+from tfhadoop.spark.session import hive_session
+spark = hive_session("secure-hive-table")
+x, y = m.make_examples(3000, seed=0)
+rows = [([float(v) for v in xi], float(yi)) for xi, yi in zip(x, y)]
+spark.createDataFrame(rows, "x array<float>, y float").write.mode("overwrite").saveAsTable("secure_points")
+print(spark.table("secure_points").count())
+spark.stop()
+"""
+
+
+def _py(env, script, *args, timeout=300):
+    proc = subprocess.run([sys.executable, "-c", script, *args], env=env, capture_output=True, text=True,
+                          timeout=timeout)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
+    return proc.stdout
+
+
+@pytest.fixture(scope="module")
+def exported_dataset(secure_cluster, tmp_path_factory):
+    """A Hive table on the secure warehouse (written with a kinit ticket), exported to TFRecords by
+    `tfhadoop export --principal/--keytab` with no ticket cache at all."""
+    cluster, info = secure_cluster
+    mine = _env(cluster, info, tmp_path_factory.mktemp("cc") / "cc")
+    _kinit(mine, info["principal"], info["keytab"])
+    assert _py(mine, HIVE_TABLE.format(models=str(TRAINER_TESTS)), timeout=400).split()[-1] == "3000"
+    user = info["principal"].split("@")[0]
+    url = info["fs_default"] + f"/user/{user}/datasets/points"
+    env = _env(cluster, info, None)
+    t0 = time.monotonic()
+    proc, _ = _tfh(env, "export", "--table", "secure_points", "--output", url, "--split", "train=0.8,eval=0.2",
+                   "--label", "y", "--shards", "4", "--principal", info["principal"], "--keytab", info["keytab"],
+                   timeout=400)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
+    print(f"secure export in {time.monotonic() - t0:.1f} s")
+    return url
+
+
+def test_export_of_a_hive_table_with_a_keytab(secure_cluster, exported_dataset, tmp_path):
+    cluster, info = secure_cluster
+    env = _env(cluster, info, None)
+    proc, _ = _tfh(env, "records", "count", exported_dataset, "--principal", info["principal"],
+                   "--keytab", info["keytab"])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.split()[0] == "3000", proc.stdout
+    manifest = json.loads(_hdfs_text(_with_ticket(cluster, info, tmp_path), info, f"{exported_dataset}/_tfhadoop.json"))
+    assert set(manifest["splits"]) == {"train", "eval"}
+    assert sum(s["records"] for s in manifest["splits"].values()) == 3000
+    # The second user can read neither the table's files nor the dataset.
+    proc, secs = _tfh(env, "records", "count", exported_dataset, "--principal", info["other_principal"],
+                      "--keytab", info["other_keytab"])
+    _one_line_error(proc, secs, "Permission denied: user=intruder")
+
+
+def _path(info, url: str) -> str:
+    return url[len(info["fs_default"]):]
+
+
+def _with_ticket(cluster, info, folder: Path) -> dict:
+    """A client shell of the test user with a ticket (its cache in ``folder``)."""
+    env = _env(cluster, info, folder / "cc")
+    _kinit(env, info["principal"], info["keytab"])
+    return env
+
+
+LOAD_AND_PREDICT = """
+import os, sys
+os.environ["TF_USE_LEGACY_KERAS"] = "1"
+sys.path.insert(0, {models!r})
+import numpy as np
+import tf_keras
+import trainer_test_models as m
+from tfhadoop.trainer import hdfs_io
+local = {local!r}
+hdfs_io.download_dir({url!r}, local)
+model = tf_keras.models.load_model(local)
+x, y = m.make_examples(400, seed=7)
+mse = float(np.mean((model.predict(x, verbose=0)[:, 0] - y) ** 2))
+print(mse, float(np.mean((y - y.mean()) ** 2)))
+"""
+
+
+def _role_pid(app: str, role: str) -> int | None:
+    """The process of ``role`` (``worker_0``, Skein's container name) in ``app``'s containers."""
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read()
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                environ = f.read().split(b"\0")
+        except OSError:
+            continue
+        if b"tfhadoop.trainer.role" in cmd and f"SKEIN_APPLICATION_ID={app}".encode() in environ \
+                and f"SKEIN_CONTAINER_ID={role}".encode() in environ:
+            return int(pid)
+    return None
+
+
+READ_TEXT = """
+import sys, hdfs_native
+try:
+    sys.stdout.write(hdfs_native.Client().read(sys.argv[1]).read().decode())
+except FileNotFoundError:
+    if sys.argv[2] != "missing-ok":
+        raise
+"""
+
+
+def _hdfs_text(env, info, url: str, missing_ok: bool = False) -> str:
+    """The text of file ``url`` read as the user of ``env`` ("" for a missing file if ``missing_ok``)."""
+    return _py(env, READ_TEXT, _path(info, url), "missing-ok" if missing_ok else "-")
+
+
+def test_train_on_the_secure_cluster_with_a_keytab(secure_cluster, exported_dataset, tmp_path):
+    """`tfhadoop train --principal/--keytab` (no ticket cache): 1 PS + 1 worker on YARN with the
+    application's delegation tokens only. Once the tokens are older than their renewal interval
+    the worker is killed: its replacement, a new process, logs in to HDFS with the same tokens
+    (the ResourceManager renewed them) and the job SUCCEEDS. Checkpoints and the SavedModel land
+    on hdfs://; the keytab never leaves the client."""
+    cluster, info = secure_cluster
+    user = info["principal"].split("@")[0]
+    run = info["fs_default"] + f"/user/{user}/runs/r1"
+    env = _env(cluster, info, None)
+    mine = _with_ticket(cluster, info, tmp_path)
+    renew, epochs = info["token_renew_seconds"], 18  # still training when the tokens are renew + 5 s old
+    t0 = time.monotonic()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tfhadoop", "train", "--model", "trainer_test_models:linear",
+         "--python-path", str(TRAINER_TESTS), "--data", exported_dataset, "--label", "y", "--workers", "1",
+         "--ps", "1", "--epochs", str(epochs), "--task-records", "300", "--batch-size", "32", "--worker-memory", "1g",
+         "--ps-memory", "1g", "--checkpoint-dir", f"{run}/ckpt", "--export-dir", f"{run}/model",
+         "--principal", info["principal"], "--keytab", info["keytab"]],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        app = next((line.split()[1] for line in proc.stdout if line.startswith("application ")), None)
+        assert app, proc.stderr.read()[-3000:]
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and proc.poll() is None:
+            pid = _role_pid(app, "worker_0")
+            events = _hdfs_text(mine, info, f"{run}/ckpt/events.jsonl", missing_ok=True) if pid else ""
+            up = [json.loads(line) for line in events.splitlines() if '"cluster_up"' in line]
+            if up and time.time() - up[0]["time"] > renew + 5:
+                break
+            time.sleep(3)
+        assert proc.poll() is None and pid, "the job ended (or never started its worker) before its tokens " \
+            "were older than their renewal interval"
+        os.kill(pid, signal.SIGKILL)
+        t_kill = time.time()
+        out, err = proc.communicate(timeout=600)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    secs = time.monotonic() - t0
+    assert proc.returncode == 0, (out + err)[-4000:] + _container_logs(cluster)[-6000:]
+    assert "training SUCCEEDED" in out, (out + err)[-3000:]
+    events = [json.loads(line) for line in _hdfs_text(mine, info, f"{run}/ckpt/events.jsonl").splitlines()]
+    assert events[-1]["event"] == "finished" and events[-1]["status"] == "SUCCEEDED", events[-1]
+    lost = [e for e in events if e["event"] == "container_lost"]
+    assert [e["role"] for e in lost] == ["worker"], lost
+    # The replacement started after the tokens' first renewal interval had passed, and trained.
+    up_again = [e for e in events if e["event"] == "replacement_up"]
+    assert up_again and up_again[0]["time"] > events[0]["time"] + renew, (up_again, events[0])
+    train = json.loads(_hdfs_text(mine, info, f"{exported_dataset}/_tfhadoop.json"))["splits"]["train"]["records"]
+    metrics = json.loads(_hdfs_text(mine, info, f"{run}/ckpt/metrics.json"))
+    assert [e["examples"] for e in metrics["epochs"]] == [train] * epochs  # exactly once per epoch
+    print(f"secure train in {secs:.1f} s; worker killed {t_kill - events[0]['time']:.0f} s after cluster_up, "
+          f"replacement up {up_again[0]['time'] - t_kill:.1f} s later; tokens renew every {renew} s")
+    listing = _py(mine, "import hdfs_native; c = hdfs_native.Client(); "
+                        f"print('\\n'.join(s.path for s in c.list_status({_path(info, run)!r} + '/ckpt', True)))"
+                        "; print('\\n'.join(s.path for s in c.list_status("
+                        f"{_path(info, run)!r} + '/model', True)))")
+    assert "saved_model.pb" in listing and "metrics.json" in listing, listing
+    assert any("ckpt" in line and ".index" in line for line in listing.splitlines()), listing
+    mse, constant = map(float, _py(mine, LOAD_AND_PREDICT.format(models=str(TRAINER_TESTS), url=f"{run}/model",
+                                                          local=str(tmp_path / "model")))
+                        .split()[-2:])
+    assert mse < 0.05 * constant, (mse, constant)
+    # No keytab in any container of the application, nor named in their launch scripts.
+    app_dirs = list(cluster.state_dir.glob(f"target/**/appcache/{app}"))
+    assert app_dirs, f"no container dirs of {app} under {cluster.state_dir}"
+    for d in app_dirs:
+        for f in d.rglob("*"):
+            assert not f.name.endswith(".keytab"), f
+            if f.name == "launch_container.sh":
+                text = f.read_text()
+                assert "keytab" not in text.lower() and info["keytab"] not in text, f

@@ -11,6 +11,7 @@ use tokio::runtime::Runtime;
 
 use crate::ffi::code;
 use crate::status::{Error, Result};
+use crate::tokens;
 
 pub const SCHEME: &str = "hdfs";
 
@@ -99,6 +100,28 @@ fn conf_sets(key: &str) -> bool {
     })
 }
 
+/// `key`'s value in the conf dir's core-site.xml or hdfs-site.xml (a plain text scan: enough
+/// for fs.defaultFS; hdfs-native parses the files properly for everything else).
+fn conf_value(key: &str) -> Option<String> {
+    let dir = conf_dir()?;
+    ["core-site.xml", "hdfs-site.xml"].iter().find_map(|f| {
+        let text = std::fs::read_to_string(dir.join(f)).ok()?;
+        let rest = &text[text.find(&format!("<name>{key}</name>"))?..];
+        let value = &rest[rest.find("<value>")? + "<value>".len()..];
+        Some(value[..value.find("</value>")?].trim().to_string())
+    })
+}
+
+/// The NameNode `authority` (or fs.defaultFS's) names, as `host:port`.
+fn namenode(authority: &str) -> Option<String> {
+    if !authority.is_empty() {
+        return Some(authority.to_string());
+    }
+    let default_fs = conf_value("fs.defaultFS")?;
+    let rest = default_fs.strip_prefix("hdfs://")?;
+    Some(rest.split('/').next().unwrap_or_default().to_string())
+}
+
 fn build(authority: &str, uri: &str) -> Result<Client> {
     let defaults: Vec<(&str, &str)> = FAST_FAIL.iter().copied().filter(|(k, _)| !conf_sets(k)).collect();
     let mut builder = ClientBuilder::new().with_io_runtime(runtime().handle().clone()).with_config(defaults);
@@ -107,7 +130,10 @@ fn build(authority: &str, uri: &str) -> Result<Client> {
             builder = builder.with_config_dir(dir);
         }
     }
-    if !authority.is_empty() {
+    // In a container with the NameNode's token named by IP (Hadoop's default), dial that IP.
+    if let Some(dial) = namenode(authority).and_then(|nn| tokens::dial_for(&nn)) {
+        builder = builder.with_url(format!("{SCHEME}://{dial}"));
+    } else if !authority.is_empty() {
         builder = builder.with_url(format!("{SCHEME}://{authority}"));
     }
     builder.build().map_err(|e| {

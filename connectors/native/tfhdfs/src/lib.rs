@@ -8,6 +8,7 @@
 mod ffi;
 mod hdfs;
 mod status;
+mod tokens;
 
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_int, c_void};
@@ -600,4 +601,22 @@ pub unsafe extern "C" fn TF_InitPlugin(info: *mut TF_FilesystemPluginInfo) {
     f.get_children = Some(fs_get_children);
     // copy_file, get_matching_paths: TensorFlow's defaults (read + write, list + match).
     ops.filesystem_ops = fs;
+}
+
+/// For tfhadoop's Python HDFS client (hdfs-native's own Python package), which must dial the same
+/// address as the plugin (`tokens::dial_for`): writes `ip:port` (NUL-terminated) into `out` and
+/// returns its length, or 0 when `authority` is to be dialed as it is (or `out` is too small).
+///
+/// # Safety
+/// `authority` is a NUL-terminated string; `out` has room for `out_len` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn tfhdfs_token_dial_address(authority: *const c_char, out: *mut c_char, out_len: usize) -> usize {
+    let authority = string(authority);
+    let Ok(Some(dial)) = catch_unwind(|| tokens::dial_for(&authority)) else { return 0 };
+    if out.is_null() || dial.len() + 1 > out_len {
+        return 0;
+    }
+    std::ptr::copy_nonoverlapping(dial.as_ptr(), out as *mut u8, dial.len());
+    *out.add(dial.len()) = 0;
+    dial.len()
 }

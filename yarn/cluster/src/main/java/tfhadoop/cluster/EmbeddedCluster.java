@@ -148,11 +148,13 @@ public final class EmbeddedCluster {
 
   /**
    * With permissions on: home dirs owned by the two users and private to them (jobs stage their
-   * files there), and the world-writable sticky dirs YARN and clients expect, made by the
+   * files there), and the world-writable sticky dirs YARN, Hive and clients expect, made by the
    * superuser (the service principal the daemons logged in as).
    */
   private void prepareSecureHdfs(FileSystem fs) throws IOException {
-    for (String dir : new String[] {"/tmp", "/tmp/logs", "/user"}) {
+    // /user/hive/warehouse: the shared Hive warehouse (Spark's embedded metastore puts managed
+    // tables there), world-writable and sticky as on a real cluster.
+    for (String dir : new String[] {"/tmp", "/tmp/logs", "/user", "/user/hive/warehouse"}) {
       Path p = new Path(dir);
       fs.mkdirs(p);
       fs.setPermission(p, dir.equals("/user") ? new FsPermission((short) 0755) : new FsPermission((short) 01777));
