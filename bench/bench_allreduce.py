@@ -90,7 +90,6 @@ def preemption(conf, dataset: str, epochs: int) -> dict:
     """One worker of two preempted by `urgent` once the job has trained; resources back after
     the ring of one has trained for a while."""
     import skein
-    from test_train_yarn import _hog
 
     run, proc = train(conf, dataset, "allreduce", "trainer_test_models:linear", epochs, background=True,
                       extra=["--min-workers", "1", "--queue", "train", "--worker-memory", "5g"])
@@ -102,7 +101,11 @@ def preemption(conf, dataset: str, epochs: int) -> dict:
             time.sleep(1)
         time.sleep(10)
         with skein.Client() as client:
-            urgent = _hog(client, "urgent", queue="urgent", instances=3, memory=2048)
+            urgent = client.submit_and_connect(skein.ApplicationSpec(  # takes a `train` worker back
+                name="urgent", queue="urgent", max_attempts=1,
+                master=skein.Master(resources=skein.Resources(memory=256, vcores=1)),
+                services={"task": skein.Service(instances=3, resources=skein.Resources(memory=2048, vcores=1),
+                                                script="sleep 600")}))
             while not any(e["event"] == "ring_reformed" for e in events(run)):
                 time.sleep(1)
             reformed = [e for e in events(run) if e["event"] == "ring_reformed"][0]
@@ -137,6 +140,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--json")
+    parser.add_argument("--parts", default="throughput,preemption", help="comma-separated: throughput, preemption")
     args = parser.parse_args()
     for k, v in {"TF_USE_LEGACY_KERAS": "1", "TF_CPP_MIN_LOG_LEVEL": "2"}.items():
         os.environ.setdefault(k, v)
@@ -147,9 +151,11 @@ def main() -> int:
         dataset = f"{conf.default_fs.rstrip('/')}/tmp/bench-allreduce/ds-{uuid.uuid4().hex[:8]}"
         write_dataset(dataset, train_shards=(5000,) * 4, eval_records=1000, compression="none", index_interval=1 << 16)
         out = {"load_before": os.getloadavg()[0], "records": 20000, "workers": 2, "batch": 64, "task_records": 1000}
-        out["linear"] = throughput(conf, dataset, "trainer_test_models:linear", args.epochs)
-        out["mlp"] = throughput(conf, dataset, "bench_allreduce:mlp", args.epochs)
-        out["preemption"] = preemption(conf, dataset, 12)
+        if "throughput" in args.parts:
+            out["linear"] = throughput(conf, dataset, "trainer_test_models:linear", args.epochs)
+            out["mlp"] = throughput(conf, dataset, "bench_allreduce:mlp", args.epochs)
+        if "preemption" in args.parts:
+            out["preemption"] = preemption(conf, dataset, 12)
         out["load_after"] = os.getloadavg()[0]
     print(json.dumps(out, indent=1))
     if args.json:
