@@ -35,6 +35,7 @@ def mebibytes(value) -> int:
 # (BENCHMARKS.md); a time interval bounds the work redone after a PS loss instead.
 DEFAULT_CHECKPOINT_SECS = 60
 MAX_AM_ATTEMPTS = 2  # YARN caps it by yarn.resourcemanager.am.max-attempts (default 2)
+STRATEGIES = ("ps", "allreduce")  # --strategy: docs/design/trainer.md
 
 
 @dataclass
@@ -75,6 +76,8 @@ class JobSpec:
     python_archive: str | None = None  # hdfs:// URL of a packed environment (venv-pack/conda-pack .tar.gz)
     python_path: list = field(default_factory=list)  # extra PYTHONPATH entries (the model's code)
     seed: int = 0
+    strategy: str = "ps"  # "ps": parameter servers + coordinator; "allreduce": MWMS ring (allreduce.py)
+    gang_timeout: float = 300  # allreduce: seconds to get >= min_workers workers before failing and releasing them
 
     def validate(self) -> JobSpec:
         if self.epochs is not None and self.steps is not None:
@@ -95,8 +98,14 @@ class JobSpec:
                                f"got {self.python_archive!r}")
         if not 1 <= self.min_workers <= self.workers:
             raise CommandError(f"--min-workers must be between 1 and --workers ({self.workers})")
-        if self.ps < 1:
+        if self.strategy not in STRATEGIES:
+            raise CommandError(f"--strategy must be one of {', '.join(STRATEGIES)}, got {self.strategy!r}")
+        if self.strategy == "allreduce":
+            self.ps = 0  # no parameter servers: every worker holds the model
+        elif self.ps < 1:
             raise CommandError("--ps must be at least 1")
+        if self.gang_timeout <= 0:
+            raise CommandError(f"--gang-timeout must be positive, got {self.gang_timeout}")
         for name in ("checkpoint_dir", "export_dir"):  # hdfs:///x, /x and x are qualified at submit
             if re.match(r"[a-z][a-z0-9+.-]*:", str(getattr(self, name))) and \
                     not str(getattr(self, name)).startswith(("hdfs:", "viewfs:")):
@@ -113,6 +122,9 @@ class JobSpec:
         unknown = sorted(set(data) - known)
         if unknown:
             raise CommandError(f"unknown job spec keys: {', '.join(unknown)}")
+        if data.get("strategy") == "allreduce" and data.get("ps") not in (None, 0):
+            raise CommandError("--ps is not allowed with --strategy allreduce (the workers hold the model; "
+                               "no parameter servers)")
         return cls(**data).validate()
 
     @classmethod
@@ -171,6 +183,10 @@ def application_spec(job: JobSpec, manifest, job_file: str, code: dict | None = 
     code = code or {}
     env = _env(job, code)
     role = f"{job.python} -m tfhadoop.trainer.role"
+    worker_files = {}
+    if job.strategy == "allreduce":  # the workers train themselves: each reads the job spec
+        role = f"{job.python} -m tfhadoop.trainer.allreduce"
+        worker_files = {"job.json": skein.File(source=job_file, type="file")}
     # A packed environment is unpacked by YARN into ./env of every container (one download per node).
     packed = {"env": skein.File(source=job.python_archive, type="archive")} if job.python_archive else {}
     packed.update({name: skein.File(source=path, type="archive") for name, path in code.items()})
@@ -187,7 +203,7 @@ def application_spec(job: JobSpec, manifest, job_file: str, code: dict | None = 
             "ps": skein.Service(instances=0, max_restarts=0, allow_failures=True, script=role, env=env, files=packed,
                                 resources=skein.Resources(memory=mebibytes(job.ps_memory), vcores=1)),
             "worker": skein.Service(instances=0, max_restarts=0, allow_failures=True, script=role, env=env,
-                                    files=packed,
+                                    files={**packed, **worker_files},
                                     resources=skein.Resources(memory=mebibytes(job.worker_memory),
                                                               vcores=job.worker_vcores, gpus=job.worker_gpus)),
         })

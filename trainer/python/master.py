@@ -800,7 +800,11 @@ def main() -> int:
     with open(os.path.join(work, "job.json")) as f:
         job = json.load(f)
     app = skein.ApplicationClient.from_current()
-    master = Master(app, job, work, attempt=application_attempt())
+    if job.get("strategy") == "allreduce":
+        from tfhadoop.trainer.allreduce_master import RingMaster as cls
+    else:
+        cls = Master
+    master = cls(app, job, work, attempt=application_attempt())
     if master.attempt > 1:
         master.events.resume()
     watch_application_master()

@@ -43,6 +43,10 @@ KV_ADDR = "addr/"  # addr/<role>/<slot>: host:port a server listens on
 KV_UP = "up/"  # up/<role>/<slot>: the server serves
 KV_HEARTBEAT = "hb/"  # hb/<role>/<slot>: "<container id> <count>", bumped every HEARTBEAT_S by the role
 HEARTBEAT_S = 2.0  # a role that stops bumping its heartbeat for --hang-timeout s is killed and replaced
+# --strategy allreduce (trainer/python/allreduce.py, allreduce_master.py)
+KV_RING = "ring"  # {"gen": g, "worker": [host:port, ...], "slots": [...]}: the ring generation to train in
+KV_RING_STOP = "ring_stop"  # g: the ring of generation g checkpoints after its current round and exits 75
+KV_RING_EXIT = "ring_exit/"  # ring_exit/<slot>: {"gen", "rc", "error"} of the slot's last training process
 
 # -- environment of the role containers -------------------------------------------------------
 ENV_ROLE = "TFH_ROLE"

@@ -13,7 +13,11 @@ FLAGS = [  # (flag, type, help)
     ("--eval-split", str, "split evaluated at the end (default: eval, skipped with a notice if absent)"),
     ("--workers", int, "worker containers (default 2)"),
     ("--min-workers", int, "keep training while at least this many workers are alive (default 1)"),
-    ("--ps", int, "parameter servers (default 1)"),
+    ("--ps", int, "parameter servers (default 1; not with --strategy allreduce)"),
+    ("--strategy", str, "ps (parameter servers, default) or allreduce (synchronous MultiWorkerMirroredStrategy "
+                        "ring, elastic through preemption)"),
+    ("--gang-timeout", float, "allreduce: seconds to get --min-workers workers before the job gives up and "
+                              "releases its containers (default 300)"),
     ("--worker-gpus", int, "yarn.io/gpu per worker (default 0)"),
     ("--worker-memory", str, "memory per worker, e.g. 4g (default 2g)"),
     ("--worker-vcores", int, "vcores per worker (default 1)"),

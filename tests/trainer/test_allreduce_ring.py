@@ -1,0 +1,152 @@
+"""``--strategy allreduce`` without a cluster: the job spec's checks, the rounds every worker
+computes alike, and the ring master's state machine against a fake Skein client."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_train_moved_worker import FakeApp
+
+from tfhadoop.errors import CommandError
+from tfhadoop.trainer.allreduce import STOP_EXIT, cut_round, plan_rounds, round_steps
+from tfhadoop.trainer.job import JobSpec
+from tfhadoop.trainer.tasks import Task
+
+BASE = {"model": "m:f", "data": "hdfs:///d", "checkpoint_dir": "/c", "export_dir": "/e"}
+
+
+def test_strategy_defaults_to_ps_and_allreduce_has_no_parameter_servers(tmp_path):
+    assert JobSpec.from_dict(BASE).strategy == "ps"
+    job = JobSpec.from_dict({**BASE, "strategy": "allreduce", "workers": 3})
+    assert job.ps == 0 and job.gang_timeout == 300
+    path = tmp_path / "job.yaml"
+    path.write_text("model: m:f\ndata: /d\ncheckpoint-dir: /c\nexport-dir: /e\nstrategy: allreduce\n")
+    assert JobSpec.from_yaml(str(path)).strategy == "allreduce"
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"strategy": "allreduce", "ps": 2}, "--ps is not allowed with --strategy allreduce"),
+    ({"strategy": "horovod"}, "--strategy must be one of ps, allreduce, got 'horovod'"),
+    ({"strategy": "allreduce", "gang_timeout": 0}, "--gang-timeout must be positive"),
+])
+def test_strategy_checks(change, message):
+    with pytest.raises(CommandError, match=message):
+        JobSpec.from_dict({**BASE, **change})
+
+
+def _tasks(*counts):
+    return [Task(i, f"hdfs://nn/s{i}", 0, c) for i, c in enumerate(counts)]
+
+
+def test_rounds_give_each_worker_one_task_and_the_last_round_may_be_short():
+    tasks = _tasks(300, 300, 300, 120, 300)
+    rounds = plan_rounds(tasks, 2)
+    assert [[t.id if t else None for t in r] for r in rounds] == [[0, 1], [2, 3], [4, None]]
+    assert sorted(t.id for r in rounds for t in r if t) == [0, 1, 2, 3, 4]  # every task in exactly one round
+    assert [round_steps(r, 32) for r in rounds] == [10, 10, 10]  # the longest task sets the round's steps
+    assert plan_rounds(tasks, 5) == [tasks]
+
+
+def test_steps_budget_cuts_a_round():
+    r = plan_rounds(_tasks(300, 100), 2)[0]
+    cut = cut_round(r, 3, 32)
+    assert [t.count for t in cut] == [96, 96] and round_steps(cut, 32) == 3
+    assert cut_round(r, 10, 32) == r
+
+
+# -- the ring master ------------------------------------------------------------------------------
+@pytest.fixture
+def ring(monkeypatch):
+    from tfhadoop.trainer import allreduce_master as am
+    from tfhadoop.trainer import hdfs_io
+
+    monkeypatch.setattr(hdfs_io, "write_bytes", lambda *a, **k: None)
+    monkeypatch.setattr(hdfs_io, "append_bytes", lambda *a, **k: None)
+    now = [0.0]
+    job = {"checkpoint_dir": "hdfs://nn/c", "strategy": "allreduce", "ps": 0, "workers": 2, "min_workers": 1,
+           "startup_wait": 30, "gang_timeout": 100, "queue": "q", "hang_timeout": 0}
+    master = am.RingMaster(FakeApp(), job, "/tmp", clock=lambda: now[0])
+    master.now = now
+    for slot in range(2):
+        master.start(slot)
+    return master
+
+
+def _kinds(master):
+    return [e["event"] for e in master.events.events]
+
+
+def _ring(master):
+    return json.loads(master.app.kv["ring"].decode())
+
+
+def test_gang_waits_for_every_worker_then_forms_ring_one(ring):
+    ring.app.serve("worker", 0, "h:1")
+    ring.step()
+    assert ring.state.value == "gang" and "ring" not in ring.app.kv  # no step before the gang is there
+    ring.app.serve("worker", 1, "h:2")
+    ring.step()
+    assert ring.state.value == "training" and _ring(ring) == {"gen": 1, "slots": [0, 1], "worker": ["h:1", "h:2"]}
+    assert _kinds(ring)[:2] == ["cluster_up", "ring_formed"]
+
+
+def test_gang_starts_with_min_workers_after_startup_wait(ring):
+    ring.app.serve("worker", 1, "h:2")
+    ring.now[0] = 31
+    ring.step()
+    assert _ring(ring)["slots"] == [1]
+
+
+def test_gang_timeout_releases_the_containers_and_says_why(ring):
+    ring.job["min_workers"] = 2
+    ring.app.serve("worker", 0, "h:1")
+    ring.now[0] = 101
+    outcome = ring.step()
+    assert outcome[0] == "FAILED" and "gang timeout: 1 of 2 workers started within 100 s" in outcome[1]
+    assert "queue q" in outcome[1] and sorted(ring.app.killed) == ["worker_0", "worker_1"]
+    assert _kinds(ring)[-1] == "gang_timeout"
+
+
+def _formed(ring):
+    ring.app.serve("worker", 0, "h:1")
+    ring.app.serve("worker", 1, "h:2")
+    ring.step()
+
+
+def test_preempted_member_reforms_with_survivors_then_grows_back_at_a_round_boundary(ring):
+    _formed(ring)
+    c = ring.app.containers[1]
+    c.exit_message = "Container preempted by scheduler"
+    ring.app.lose(c.id)
+    ring.step()  # lost -> REFORMING -> the survivor alone forms generation 2 at once
+    assert _ring(ring) == {"gen": 2, "slots": [0], "worker": ["h:1"]}
+    assert ring.restarts == {} and "replacement_requested" in _kinds(ring)  # a preemption is not counted
+    ring.app.serve("worker", 1, "h:3")  # the replacement arrives
+    ring.step()
+    assert ring.state.value == "stopping" and ring.app.kv["ring_stop"] == b"2"
+    ring.app.kv["ring_exit/0"] = json.dumps({"gen": 2, "rc": STOP_EXIT, "error": None}).encode()
+    ring.step()
+    assert _ring(ring) == {"gen": 3, "slots": [0, 1], "worker": ["h:1", "h:3"]}
+    ring.app.kv["ring_exit/0"] = json.dumps({"gen": 3, "rc": 0, "error": None}).encode()
+    assert ring.step() == ("SUCCEEDED", "training finished")
+
+
+def test_model_bug_fails_at_once_and_a_cluster_error_restarts_after_its_grace(ring):
+    from tfhadoop.trainer.allreduce_master import EXIT_GRACE_S
+
+    _formed(ring)
+    ring.app.kv["ring_exit/1"] = json.dumps({"gen": 1, "rc": 1, "error": {"type": "UnavailableError",
+                                                                        "message": "peer gone"}}).encode()
+    ring.step()
+    assert ring.state.value == "training"  # waits for the loss that may explain it
+    ring.now[0] += EXIT_GRACE_S
+    ring.step()  # -> REFORMING (counted), then the same members form generation 2
+    ring.step()
+    assert ring.failures == 1 and _ring(ring)["gen"] == 2 and "training_process_failed" in _kinds(ring)
+    ring.app.kv["ring_exit/0"] = json.dumps({"gen": 2, "rc": 1, "error": {"type": "ValueError",
+                                                                        "message": "model bug"}}).encode()
+    assert ring.step() == ("FAILED", "ValueError: model bug")

@@ -1,0 +1,158 @@
+"""``--strategy allreduce`` on the embedded YARN cluster (CPU, ``yarn.io/gpu`` counts): a
+MultiWorkerMirroredStrategy ring of worker containers, elastic through preemption."""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import trainer_test_models as models  # noqa: E402
+from test_train_yarn import _events, _hog, _lost_events, _metrics, _state_epoch, _wait, dataset  # noqa: E402,F401
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+
+
+def _train(hadoop_cluster, dataset, extra=(), timeout=600, background=False):
+    import subprocess
+    import uuid
+
+    run = hadoop_cluster.hdfs_url(f"/tmp/trainer-tests/ar-{uuid.uuid4().hex[:8]}")
+    cmd = [sys.executable, "-m", "tfhadoop", "train", "--strategy", "allreduce",
+           "--model", "trainer_test_models:linear", "--python-path", str(HERE), "--data", dataset, "--label", "y",
+           "--task-records", "300", "--batch-size", "32", "--worker-memory", "1g",
+           "--checkpoint-dir", f"{run}/ckpt", "--export-dir", f"{run}/model", *extra]
+    if background:
+        return run, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return run, subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+
+
+def test_two_workers_allreduce_train_export_and_predict(hadoop_cluster, dataset, tmp_path):
+    run, proc = _train(hadoop_cluster, dataset, extra=["--workers", "2", "--epochs", "2", "--worker-gpus", "1"])
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-4000:]
+    print(proc.stdout)
+    assert "training SUCCEEDED" in proc.stdout
+    metrics = _metrics(run)
+    assert metrics["strategy"] == "allreduce" and metrics["workers"] == 2
+    assert [e["examples"] for e in metrics["epochs"]] == [2400, 2400]  # exactly once per epoch
+    # 2400 records in tasks of 300 = 8 tasks, 4 rounds of 2 workers, 10 steps of 32 per round.
+    assert metrics["steps"] == 2 * 4 * 10
+    from tfhadoop.trainer import hdfs_io
+
+    hdfs_io.download_dir(f"{run}/model", str(tmp_path / "model"))
+    os.environ["TF_USE_LEGACY_KERAS"] = "1"
+    import tf_keras
+
+    model = tf_keras.models.load_model(str(tmp_path / "model"))
+    x, y = models.make_examples(400, seed=4)  # the eval shard
+    mse = float(np.mean((model.predict(x, verbose=0)[:, 0] - y) ** 2))
+    constant = float(np.mean((y - y.mean()) ** 2))
+    assert mse < 0.05 * constant, (mse, constant)
+    events = _events(run)
+    kinds = [e["event"] for e in events]
+    assert kinds[:2] == ["cluster_up", "ring_formed"] and kinds[-1] == "finished", kinds
+    assert events[0]["cuda_visible_devices"] == {"0": "0", "1": "0"}  # one yarn.io/gpu each, no plugin
+    assert "first_round" in kinds and "container_lost" not in kinds
+
+
+def test_preempted_worker_ring_reforms_smaller_then_grows_back(hadoop_cluster, dataset):
+    """YARN preempts a worker (the `urgent` queue, as in the PS mode's test): the survivor trains
+    on in a ring of one, the replacement joins at a round boundary once resources return, and
+    every epoch trains each example exactly once."""
+    import skein
+
+    # 2 GB master + 2 x 5 GB workers in `train` leave 4 GB of 16 GB; `urgent` asks for 3 x 2 GB
+    # and the preemption monitor takes back the newest container of `train`: a worker.
+    epochs = 40
+    run, proc = _train(hadoop_cluster, dataset, background=True,
+                       extra=["--workers", "2", "--min-workers", "1", "--epochs", str(epochs), "--queue", "train",
+                              "--worker-memory", "5g"])
+    urgent = None
+    try:
+        _wait(lambda: (_state_epoch(run) or 0) >= 2 or proc.poll() is not None, 300, "two epochs")
+        assert proc.poll() is None, proc.communicate()[1][-3000:]
+        with skein.Client() as client:
+            urgent = _hog(client, "urgent", queue="urgent", instances=3, memory=2048)
+            lost = _wait(lambda: _lost_events(run), 120, "a preempted container")
+            assert lost[0]["role"] == "worker" and lost[0]["diagnostics"] == "Container preempted by scheduler", lost
+            epoch_at_loss = _state_epoch(run)
+            # The survivor trains on alone while the replacement waits for resources.
+            _wait(lambda: (_state_epoch(run) or 0) >= epoch_at_loss + 2, 240, "training on with one worker")
+            urgent.shutdown()
+            urgent = None
+        out, err = proc.communicate(timeout=900)
+    finally:
+        if urgent is not None:
+            urgent.shutdown()
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, (out + err)[-4000:]
+    metrics = _metrics(run)
+    assert [e["examples"] for e in metrics["epochs"]] == [2400] * epochs  # exactly once per epoch
+    events = _events(run)
+    lost = [e for e in events if e["event"] == "container_lost"]
+    assert lost[0].get("exit_status") == -102 and lost[0]["preempted"], lost
+    reformed = [e for e in events if e["event"] == "ring_reformed"]
+    assert reformed and reformed[0]["workers"] == 1, [e["event"] for e in events]
+    grown = [e for e in events if e["event"] == "ring_grown"]
+    assert grown and grown[-1]["workers"] == 2, [e["event"] for e in events]
+    assert any(e["event"] == "replacement_requested" and e["slot"] == lost[0]["slot"] for e in events)
+    first = {e["gen"]: e["time"] for e in events if e["event"] == "first_round"}
+    print("worker lost -> ring of 1 training:", round(first[reformed[0]["gen"]] - lost[0]["time"], 1), "s;",
+          "stop requested -> ring of 2 training:",
+          round(first[grown[-1]["gen"]] - [e for e in events if e["event"] == "ring_stop_requested"][-1]["time"], 1), "s")
+
+
+def test_gang_timeout_releases_a_half_started_job_so_a_competing_one_runs(hadoop_cluster, dataset):
+    """Three of the cluster's four yarn.io/gpu are held: job A (2 GPU workers, gang of 2) gets the
+    last GPU and waits for a second one; job B (1 GPU worker), submitted next, waits for the GPU A
+    holds. A gives up after --gang-timeout, says why and releases its container; B then trains."""
+    import skein
+
+    with skein.Client() as client:
+        hog = client.submit_and_connect(skein.ApplicationSpec(
+            name="gpu-hog", queue="default", max_attempts=1,
+            master=skein.Master(resources=skein.Resources(memory=256, vcores=1)),
+            services={"task": skein.Service(instances=3, resources=skein.Resources(memory=512, vcores=1, gpus=1),
+                                            script="sleep 600")}))
+        try:
+            _wait(lambda: len(hog.get_containers(services=["task"], states=["RUNNING"])) == 3, 120, "3 GPUs held")
+            run_a, a = _train(hadoop_cluster, dataset, background=True,
+                              extra=["--workers", "2", "--min-workers", "2", "--worker-gpus", "1",
+                                     "--gang-timeout", "40", "--startup-wait", "5"])
+            _wait(lambda: _up_workers(client, a) == 1, 120, "job A holding one GPU worker")
+            run_b, b = _train(hadoop_cluster, dataset, background=True,
+                              extra=["--workers", "1", "--worker-gpus", "1", "--epochs", "1"])
+            out_a, err_a = a.communicate(timeout=300)
+            out_b, err_b = b.communicate(timeout=600)
+        finally:
+            hog.shutdown()
+            for p in (locals().get("a"), locals().get("b")):
+                if p is not None and p.poll() is None:
+                    p.kill()
+    assert a.returncode == 1, (out_a + err_a)[-3000:]
+    assert "gang timeout: 1 of 2 workers started within 40 s, fewer than --min-workers 2" in err_a, err_a[-3000:]
+    assert b.returncode == 0, (out_b + err_b)[-3000:]
+    timeout_at = [e for e in _events(run_a) if e["event"] == "gang_timeout"][0]["time"]
+    up_b = [e for e in _events(run_b) if e["event"] == "cluster_up"][0]["time"]
+    assert up_b > timeout_at  # B got its GPU only once A released it
+    assert [e["examples"] for e in _metrics(run_b)["epochs"]] == [2400]
+
+
+def _up_workers(client, proc) -> int:
+    """Running worker containers of the application that ``proc`` (``tfhadoop train``) submitted."""
+    if not hasattr(proc, "app_id"):
+        line = proc.stdout.readline()
+        if not line.startswith("application "):
+            return 0
+        proc.app_id = line.split()[1]
+    try:
+        app = client.connect(proc.app_id, wait=False)
+        return len(app.get_containers(services=["worker"], states=["RUNNING"]))
+    except Exception:  # noqa: BLE001 - the application master is not up yet
+        return 0

@@ -1,0 +1,335 @@
+"""Synchronous allreduce training (``--strategy allreduce``): a worker container's supervisor and
+the training process it runs for each ring generation (docs/design/trainer.md, "Synchronous
+allreduce on YARN").
+
+``python -m tfhadoop.trainer.allreduce`` is the worker container: it publishes its address,
+bumps its heartbeat and waits for the master's ``ring``. For each generation that lists it, it
+starts ``python -m tfhadoop.trainer.allreduce train`` with ``TF_CONFIG`` for that ring (MWMS
+cannot change membership in-process, so a new ring means new training processes); a newer
+generation kills the running one first. The training process restores the latest checkpoint,
+trains the epoch's remaining tasks in rounds (one task per worker per round, the same plan on
+every worker) and reports each exit under ``ring_exit/<slot>``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+from tfhadoop.trainer import protocol
+
+os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+
+STOP_EXIT = 75  # a training process that stopped at a round boundary for a new ring (checkpointed)
+POLL_S = 0.3  # the supervisor looks at the ring and its child this often
+STOP_CHECK_S = 1.0  # the chief reads ``ring_stop`` at most this often (once per round otherwise)
+
+
+def plan_rounds(queue: list, workers: int) -> list[list]:
+    """The remaining tasks of an epoch as rounds: round r gives ``queue[r*W + i]`` to worker i;
+    the last round's missing tasks are None (that worker trains no batch, MWMS gives it empty
+    ones). Every worker computes the same rounds from the same plan and ledger."""
+    if workers < 1:
+        raise ValueError("a ring has at least one worker")
+    return [[queue[i] if i < len(queue) else None for i in range(r, r + workers)]
+            for r in range(0, len(queue), workers)]
+
+
+def cut_round(tasks: list, steps_left: int, batch_size: int) -> list:
+    """``--steps``: a round's tasks cut to at most ``steps_left`` steps each (a round takes as many
+    steps as its longest task)."""
+    out = []
+    for t in tasks:
+        if t is not None and -(-t.count // batch_size) > steps_left:
+            t = dataclasses.replace(t, count=max(steps_left, 0) * batch_size)
+        out.append(t)
+    return out
+
+
+def round_steps(tasks: list, batch_size: int) -> int:
+    return max((-(-t.count // batch_size) for t in tasks if t is not None), default=0)
+
+
+# -- the training process (one per container and ring generation) -----------------------------
+def train(job: dict, gen: int, rank: int, workers: int, work: str, app=None) -> dict | None:
+    """Train with MWMS in a ring of ``workers`` (TF_CONFIG is set); ``rank`` 0 is the chief, which
+    checkpoints to HDFS, reports progress and exports. Exits the process with STOP_EXIT when the
+    master asked the ring to stop (after a checkpoint). Returns the metrics (chief) or None."""
+    import tensorflow as tf
+
+    import tfhadoop.tfhdfs  # noqa: F401 - hdfs:// for TensorFlow (shards, checkpoints, export)
+    from tfhadoop.trainer.checkpoints import CheckpointPolicy, HdfsCheckpoints
+    from tfhadoop.trainer.coordinator import Progress, load_model_fn, training_done
+    from tfhadoop.trainer.manifest import load as load_manifest
+    from tfhadoop.trainer.manifest import load_indexes
+    from tfhadoop.trainer.step import COMPRESSION, parse_fn, records_from, train_step_fn, without_rewrites
+    from tfhadoop.trainer.summaries import Summaries
+    from tfhadoop.trainer.tasks import EpochLedger, plan_epoch
+
+    chief = rank == 0
+    strategy = tf.distribute.MultiWorkerMirroredStrategy()
+    replicas = strategy.num_replicas_in_sync
+    per_worker = max(replicas // workers, 1)
+    manifest = load_manifest(job["data"])
+    build = load_model_fn(job["model"])
+    with strategy.scope():
+        model = build()
+        if model.optimizer is None:
+            raise ValueError(f"{job['model']} returned a model that is not compiled")
+        model.optimizer.build(model.trainable_variables)
+    step = train_step_fn(model)
+    parse = parse_fn(manifest.parse_spec, job["label"], job["sample_weight"])
+    comp, batch_size = COMPRESSION[manifest.compression], job["batch_size"]
+
+    ckpt = tf.train.Checkpoint(model=model, optimizer=model.optimizer)
+    checkpoints = HdfsCheckpoints(ckpt, job["checkpoint_dir"], keep=job["keep_checkpoints"])
+    state = checkpoints.restore() or {"epoch": 0, "ledger": None, "steps": 0, "history": []}
+    print(f"gen {gen} rank {rank}/{workers}: restored epoch {state['epoch']}, step {state['steps']}", flush=True)
+    progress = Progress(app if chief else None)
+    summaries = Summaries(f"{checkpoints.url}/{protocol.TENSORBOARD_DIR}") if chief else None
+    policy = CheckpointPolicy(job["checkpoint_steps"], job["checkpoint_secs"])
+    policy.saved(state["steps"])
+    scratch = tempfile.mkdtemp(prefix=f"ckpt-{rank}-", dir=work)
+
+    def save():
+        """Every worker writes (MWMS may run collectives in a save); only the chief's goes to HDFS."""
+        if chief:
+            checkpoints.save(state)
+            summaries.sync()
+        else:
+            ckpt.write(os.path.join(scratch, "ckpt"))
+        policy.saved(state["steps"])
+
+    def dataset(task):
+        if task is None:  # no task this round: an empty dataset, MWMS feeds empty batches
+            return tf.data.Dataset.from_tensor_slices(tf.constant([], tf.string)).batch(batch_size).map(parse)
+        ds = records_from(tf.constant(task.path), tf.constant(task.offset, tf.int64), comp)
+        return without_rewrites(ds.skip(task.records_to_skip).take(task.count).batch(batch_size).map(parse))
+
+    @tf.function
+    def run_round(dist, flags):
+        n = tf.constant(0, tf.int64)
+        loss = tf.constant(0.0, tf.float32)
+        for batch in dist:
+            bn, bl = strategy.run(step, args=batch)
+            n += tf.add_n(strategy.experimental_local_results(bn))
+            loss += tf.add_n(strategy.experimental_local_results(bl))
+        row = tf.concat([tf.stack([tf.cast(n, tf.float64), tf.cast(loss, tf.float64)]), flags], axis=0)
+        return strategy.gather(tf.reshape(row, [1, -1]), axis=0)
+
+    stop_seen, stop_checked = False, 0.0
+
+    def stop_requested() -> bool:
+        nonlocal stop_seen, stop_checked
+        if chief and app is not None and not stop_seen and time.monotonic() - stop_checked >= STOP_CHECK_S:
+            stop_checked = time.monotonic()
+            raw = app.kv.get(protocol.KV_RING_STOP)
+            stop_seen = raw is not None and int(raw.decode()) == gen
+        return stop_seen
+
+    epochs, max_steps = job["epochs"], job["steps"]
+    expected = manifest.records(job["train_split"])
+    indexes = load_indexes(manifest, job["train_split"])
+    t_start, first_step_at = time.monotonic(), None
+    window = {"n": 0, "loss": 0.0, "t": time.monotonic()}
+
+    def report(epoch, ledger):
+        now = time.monotonic()
+        rate, loss = window["n"] / max(now - window["t"], 1e-9), window["loss"] / max(window["n"], 1)
+        progress.put(protocol.KV_PROGRESS, {"epoch": epoch, "examples": ledger.examples, "expected": expected,
+                                            "steps": state["steps"], "examples_per_s": round(rate, 1),
+                                            "loss": round(loss, 6), "time": time.time(), "gen": gen})
+        if summaries:
+            summaries.scalars("train", state["steps"], {"loss": loss, "examples_per_second": rate, "workers": workers})
+        window.update(n=0, loss=0.0, t=now)
+
+    while not training_done(state, epochs, max_steps):
+        epoch = state["epoch"]
+        tasks = plan_epoch(manifest, job["train_split"], job["task_records"], epoch=epoch, seed=job["seed"],
+                           indexes=indexes)
+        ledger = EpochLedger.from_json(state["ledger"]) if state["ledger"] else EpochLedger(epoch, expected)
+        window.update(n=0, loss=0.0, t=time.monotonic())
+        for mine in plan_rounds(ledger.remaining(tasks), workers):
+            if max_steps:
+                mine = cut_round(mine, max_steps - state["steps"], batch_size)
+                if not round_steps(mine, batch_size):
+                    break
+            dist = strategy.distribute_datasets_from_function(lambda ctx, t=mine[rank]: dataset(t))
+            flags = tf.constant([float(chief and policy.due(state["steps"])), float(stop_requested())], tf.float64)
+            rows = run_round(dist, flags).numpy()[::per_worker]
+            if first_step_at is None:
+                first_step_at = time.monotonic()
+            for task, row in zip(mine, rows):
+                if task is not None:
+                    ledger.record(task, int(row[0]))  # refuses a short count or a second completion
+                window["n"] += int(row[0])
+                window["loss"] += float(row[1])
+            state["steps"] += round_steps(mine, batch_size)
+            state["loss_sum"] = state.get("loss_sum", 0.0) + float(rows[:, 1].sum())
+            state["ledger"] = ledger.to_json()
+            if chief and time.monotonic() - window["t"] >= 1.0:
+                report(epoch, ledger)
+            if rows[0][3] or rows[0][2]:  # the chief's flags, as every worker received them
+                save()
+            if rows[0][3]:
+                print(f"gen {gen}: stopped at step {state['steps']} for a new ring (checkpoint saved)", flush=True)
+                os._exit(STOP_EXIT)
+        if window["n"] and chief:
+            report(epoch, ledger)
+        entry = {"epoch": epoch, "examples": ledger.examples, "expected": expected,
+                 "mean_loss": state.pop("loss_sum", 0.0) / max(ledger.examples, 1), "steps": state["steps"]}
+        state["history"].append(entry)
+        if summaries:
+            summaries.scalars("train", state["steps"], {"epoch_loss": entry["mean_loss"]})
+        print(f"epoch {epoch}: {ledger.examples} examples (expected {expected}), step {state['steps']}", flush=True)
+        state["epoch"], state["ledger"] = epoch + 1, None
+        save()
+    if not chief:
+        return None
+    return finish(job, build, model, manifest, state, summaries, checkpoints.url, progress, app, workers,
+                  t_start, first_step_at)
+
+
+def finish(job, build, model, manifest, state, summaries, ckpt_url, progress, app, workers, t_start, first_step_at):
+    """The chief's end: evaluate a plain copy of the model on the eval split, publish the
+    SavedModel and ``metrics.json`` (the same outputs as the PS mode's coordinator)."""
+    import tensorflow as tf
+
+    from tfhadoop.trainer import hdfs_io
+    from tfhadoop.trainer.manifest import shard_url
+    from tfhadoop.trainer.step import COMPRESSION, model_inputs, parse_fn
+
+    plain = build()
+    plain.set_weights(model.get_weights())
+    metrics = {"train_seconds": time.monotonic() - t_start,
+               "first_step_s": (first_step_at - t_start) if first_step_at else None, "epochs": state["history"],
+               "steps": state["steps"], "strategy": "allreduce", "workers": workers, "rejoins": [],
+               "app": getattr(app, "id", None)}
+    split = job["eval_split"]
+    if split and manifest.split(split):
+        parse = parse_fn(manifest.parse_spec, job["label"], job["sample_weight"])
+        files = [shard_url(manifest, s) for s in manifest.split(split)]
+        ds = tf.data.TFRecordDataset(files, compression_type=COMPRESSION[manifest.compression]).batch(256).map(parse)
+        ds = ds.map(lambda f, *y_and_weight: (model_inputs(plain, f), *y_and_weight))
+        metrics["eval"] = {k: float(v) for k, v in plain.evaluate(ds, verbose=0, return_dict=True).items()}
+        summaries.scalars("eval", state["steps"], metrics["eval"])
+    hdfs_io.publish(lambda staged: plain.save(staged, save_format="tf"), job["export_dir"])
+    summaries.close()
+    hdfs_io.write_bytes(protocol.job_file(ckpt_url, protocol.METRICS_FILE), json.dumps(metrics, indent=1).encode())
+    progress.put(protocol.KV_METRICS, metrics)
+    return metrics
+
+
+def train_main(gen: int) -> int:
+    """``allreduce train GEN``: the training process; ``error.json`` in its work dir on failure."""
+    from tfhadoop.trainer.job import job_settings
+
+    work = os.getcwd()
+    with open("job.json") as f:
+        job = job_settings(json.load(f))
+    config = json.loads(os.environ["TF_CONFIG"])
+    rank, workers = config["task"]["index"], len(config["cluster"]["worker"])
+    app = None
+    if os.environ.get("SKEIN_APPMASTER_ADDRESS") or os.environ.get("SKEIN_APPLICATION_ID"):
+        import skein
+
+        app = skein.ApplicationClient.from_current()
+    try:
+        metrics = train(job, gen, rank, workers, work, app)
+    except BaseException as exc:
+        with open(os.path.join(work, f"error-{gen}.json"), "w") as f:
+            json.dump({"type": type(exc).__name__, "message": str(exc)[:4000],
+                       "traceback": traceback.format_exc()[-8000:]}, f)
+        raise
+    print("training done:", json.dumps(metrics) if metrics else f"rank {rank}", flush=True)
+    os._exit(0)  # MWMS's threads hold collective handles; do not wait for them
+
+
+# -- the container's supervisor ------------------------------------------------------------------
+class Supervisor:
+    """Runs one training process per ring generation that lists this container's address."""
+
+    def __init__(self, app, slot: int, address: str):
+        self.app, self.slot, self.address = app, slot, address
+        self.child: subprocess.Popen | None = None
+        self.gen = 0  # the newest generation seen
+
+    def ring(self) -> dict | None:
+        raw = self.app.kv.get(protocol.KV_RING)
+        return json.loads(raw.decode()) if raw else None
+
+    def kill_child(self) -> None:
+        if self.child is not None and self.child.poll() is None:
+            self.child.send_signal(signal.SIGKILL)
+            self.child.wait()
+        self.child = None
+
+    def start_child(self, ring: dict) -> None:
+        from tfhadoop.trainer.master import die_with_parent
+
+        rank = ring["worker"].index(self.address)
+        env = {**os.environ, "TF_CONFIG": json.dumps({"cluster": {"worker": ring["worker"]},
+                                                       "task": {"type": "worker", "index": rank}})}
+        print(f"worker:{self.slot} gen {ring['gen']}: rank {rank} of {len(ring['worker'])}", flush=True)
+        self.child = subprocess.Popen([sys.executable, "-m", "tfhadoop.trainer.allreduce", "train", str(ring["gen"])],
+                                      env=env, preexec_fn=die_with_parent)
+
+    def exited(self, rc: int) -> None:
+        """Tell the master how this generation's process ended (error type for a failure)."""
+        error = None
+        path = f"error-{self.gen}.json"
+        if rc not in (0, STOP_EXIT) and os.path.exists(path):
+            with open(path) as f:
+                error = {k: v for k, v in json.load(f).items() if k != "traceback"}
+        self.app.kv[f"{protocol.KV_RING_EXIT}{self.slot}"] = json.dumps(
+            {"gen": self.gen, "rc": rc, "error": error}).encode()
+
+    def run(self) -> int:
+        while True:
+            ring = self.ring()
+            if ring and ring["gen"] > self.gen:
+                self.kill_child()  # an older generation: stuck in, or about to fail, a collective
+                self.gen = ring["gen"]
+                if self.address in ring["worker"]:
+                    self.start_child(ring)
+            if self.child is not None and self.child.poll() is not None:
+                rc = self.child.returncode
+                self.child = None
+                self.exited(rc)
+                if rc == 0:
+                    return 0
+            time.sleep(POLL_S)
+
+
+def main() -> int:
+    import skein
+
+    from tfhadoop.ports import free_port
+    from tfhadoop.trainer.role import gpu_devices, heartbeat, usable_port
+
+    if sys.argv[1:2] == ["train"]:
+        return train_main(int(sys.argv[2]))
+    slot, port = int(os.environ[protocol.ENV_SLOT]), int(os.environ.get(protocol.ENV_PORT) or free_port())
+    os.environ["CUDA_VISIBLE_DEVICES"] = gpu_devices()
+    app = skein.ApplicationClient.from_current()
+    container = os.environ.get("SKEIN_CONTAINER_ID", "")
+    heartbeat(app, f"{protocol.KV_HEARTBEAT}worker/{slot}", container, protocol.HEARTBEAT_S)
+    address = f"{socket.getfqdn()}:{usable_port('worker', slot, port)}"
+    app.kv[f"{protocol.KV_UP}worker/{slot}"] = json.dumps(
+        {"address": address, "container": container, "pid": os.getpid(),
+         "cuda_visible_devices": os.environ["CUDA_VISIBLE_DEVICES"], "started": time.time()}).encode()
+    app.kv[f"{protocol.KV_ADDR}worker/{slot}"] = address.encode()  # last: the master counts these
+    print(f"worker:{slot} at {address} (CUDA_VISIBLE_DEVICES={os.environ['CUDA_VISIBLE_DEVICES']!r})", flush=True)
+    return Supervisor(app, slot, address).run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,349 @@
+"""The job master of ``--strategy allreduce``: ring membership (docs/design/trainer.md,
+"Synchronous allreduce on YARN").
+
+It starts ``--workers`` worker containers (``tfhadoop.trainer.allreduce``), waits for the gang
+(all of them, or after ``--startup-wait`` at least ``--min-workers``; none within
+``--gang-timeout``: it kills what it holds and fails, saying why), then publishes ring
+generations in the key-value store (``ring``): each generation is a fixed MWMS cluster, and the
+workers' supervisors restart their training processes for every new one.
+
+- a member lost (preempted, failed, hung): replaced (a preemption at once and not counted, as in
+  the PS mode); the survivors get the next generation at once if they are at least
+  ``--min-workers`` (they restore the latest checkpoint);
+- a worker arrives while the ring is short: the ring is asked to stop after its current round
+  (``ring_stop``; the chief checkpoints, all exit 75) and the next generation takes it in;
+- a training process fails of itself: a cluster error restarts the generation (counted against
+  ``max_coordinator_restarts``), anything else (a model bug) fails the job at once.
+
+One state machine, like the PS master's: ``State``, ``Event``, ``TRANSITIONS`` (using its ``Rule``).
+"""
+from __future__ import annotations
+
+import enum
+import json
+import time
+
+from tfhadoop.ports import free_port
+from tfhadoop.trainer import protocol
+from tfhadoop.trainer.allreduce import STOP_EXIT
+from tfhadoop.trainer.job import job_settings
+from tfhadoop.trainer.jobpage import Sampler
+from tfhadoop.trainer.master import CLUSTER_ERRORS, REPLACE_BACKOFF_MAX_S, EventLog, Master, Rule
+
+EXIT_GRACE_S = 15  # a training process's cluster error waits this long for the container loss behind it
+
+
+class State(str, enum.Enum):
+    GANG = "gang"  # waiting for the first ring's workers
+    TRAINING = "training"  # a ring generation trains
+    REFORMING = "reforming"  # a member was lost: waiting for >= min_workers to publish the next ring
+    STOPPING = "stopping"  # the ring was asked to checkpoint and exit, to take in an arrived worker
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+
+
+class Event(str, enum.Enum):
+    CONTAINER_LOST = "container_lost"
+    HEARTBEAT_STALE = "heartbeat_stale"
+    REPLACEMENT_DUE = "replacement_due"
+    GANG_COMPLETE = "gang_complete"  # all workers (or >= min_workers after startup_wait) published addresses
+    GANG_TIMEOUT = "gang_timeout"  # fewer than min_workers within gang_timeout
+    RING_READY = "ring_ready"  # after a loss: enough workers for the next generation
+    WORKER_ARRIVED = "worker_arrived"  # a worker outside the ring while it is short
+    RING_STOPPED = "ring_stopped"  # every member of the stopping ring exited 75 (or was lost)
+    PROCESS_FAILED = "process_failed"  # a training process of the current generation failed of itself
+    PROGRESS = "progress"  # the chief reported progress in this generation
+    FINISHED = "finished"  # the chief's training process exited 0: trained, evaluated, exported
+
+
+S = State
+ALIVE = frozenset({S.GANG, S.TRAINING, S.REFORMING, S.STOPPING})
+TRANSITIONS: dict[Event, Rule] = {
+    Event.CONTAINER_LOST: Rule(ALIVE, frozenset({S.REFORMING, S.FAILED}),
+                               "replace (preempted: at once, not counted; failed: backoff, abandon after "
+                               "max_worker_restarts); a ring member: REFORMING", stay=True),
+    Event.HEARTBEAT_STALE: Rule(ALIVE, frozenset(), "event hang_detected, kill the container", stay=True),
+    Event.REPLACEMENT_DUE: Rule(ALIVE, frozenset(), "start the slot's replacement container", stay=True),
+    Event.GANG_COMPLETE: Rule(frozenset({S.GANG}), frozenset({S.TRAINING}), "event cluster_up, publish ring 1"),
+    Event.GANG_TIMEOUT: Rule(frozenset({S.GANG, S.REFORMING}), frozenset({S.FAILED}),
+                             "kill the containers held, fail saying how many of how many came"),
+    Event.RING_READY: Rule(frozenset({S.REFORMING}), frozenset({S.TRAINING}), "publish the next ring"),
+    Event.WORKER_ARRIVED: Rule(frozenset({S.TRAINING}), frozenset({S.STOPPING}),
+                               "ask the ring to checkpoint after its round and exit 75 (ring_stop)"),
+    Event.RING_STOPPED: Rule(frozenset({S.STOPPING}), frozenset({S.TRAINING}), "publish the next ring"),
+    Event.PROCESS_FAILED: Rule(frozenset({S.TRAINING, S.STOPPING}), frozenset({S.REFORMING, S.FAILED}),
+                               "a cluster error: restart the generation (REFORMING, counted); else FAILED"),
+    Event.PROGRESS: Rule(frozenset({S.TRAINING, S.STOPPING}), frozenset(), "event first_round", stay=True),
+    Event.FINISHED: Rule(frozenset({S.TRAINING, S.STOPPING}), frozenset({S.SUCCEEDED}), "SUCCEEDED"),
+}
+
+
+class RingMaster:
+    """The allreduce job master; the same outward face as :class:`master.Master` for ``main``,
+    the job page and the client (events, progress, result)."""
+
+    def __init__(self, app, job: dict, work: str, clock=time.monotonic, attempt: int = 1):
+        self.app, self.job, self.work, self.clock, self.attempt = app, job_settings(job), work, clock, attempt
+        self.state = State.GANG
+        self.outcome: tuple[str, str] | None = None
+        self.decided_before = False
+        self.events = EventLog(app, self.job["checkpoint_dir"], getattr(app, "id", None))
+        self.sampler = Sampler(app, self.job["checkpoint_dir"], getattr(app, "id", None))
+        self.ports = {("worker", i): free_port() for i in range(self.job["workers"])}
+        self.containers: dict[str, tuple[str, int]] = {}
+        self.live: dict[tuple[str, int], str] = {}
+        self.restarts: dict[tuple[str, int], int] = {}
+        self.seen_finished: set[str] = set()
+        self.delayed: dict[tuple[str, int], float] = {}
+        self.beats: dict[str, tuple[bytes, float]] = {}
+        self.hung: set[str] = set()
+        self.gen = 0
+        self.ring: dict | None = None  # the published generation
+        self.since = clock()  # when GANG/REFORMING began
+        self.exits: dict[int, dict] = {}  # slot -> its last ring_exit already handled
+        self.exit_seen: dict[tuple[int, int], float] = {}  # (slot, gen) -> when its failed exit was first seen
+        self.failures = 0
+        self.last_error: tuple | None = None
+        self.progress_at_ring: bytes | None = None
+        self.first_round_seen = True
+
+    # -- the state machine (same rules as master.Master.dispatch) ------------------------------
+    def dispatch(self, event: Event, **data) -> None:
+        rule = TRANSITIONS[event]
+        if self.state not in rule.states:
+            return
+        before = self.state
+        nxt = getattr(self, f"on_{event.value}")(**data) or self.state
+        if nxt not in rule.next and not (rule.stay and nxt == before):
+            raise AssertionError(f"{event.value} in {self.state.value} led to {nxt.value}")
+        self.state = nxt
+
+    def fail(self, diagnostics: str) -> State:
+        self.outcome = ("FAILED", diagnostics)
+        return State.FAILED
+
+    @property
+    def done(self) -> bool:
+        return self.state in (State.SUCCEEDED, State.FAILED)
+
+    def stop_coordinator(self) -> None:
+        """No coordinator process in this mode (``master.main`` calls it on every master)."""
+
+    # -- handlers ---------------------------------------------------------------------------------
+    def on_container_lost(self, c) -> State | None:
+        self.seen_finished.add(c.id)
+        role, slot = self.containers[c.id]
+        if self.live.get((role, slot)) == c.id:
+            del self.live[(role, slot)]
+        self.publish_alive()
+        hung = c.id in self.hung
+        preempted = not hung and "preempted" in (c.exit_message or "").lower()
+        self.events.add("container_lost", role=role, slot=slot, container=c.id, preempted=preempted, hung=hung,
+                        yarn_container=c.yarn_container_id, state=str(c.state), diagnostics=c.exit_message)
+        in_ring = self.ring is not None and slot in self.ring["slots"]
+        retries = self.restarts.get((role, slot), 0)
+        if preempted or hung:
+            self.replace(slot, retries + 1, 0)
+        else:
+            n = self.restarts[(role, slot)] = retries + 1
+            if n > self.job["max_worker_restarts"]:
+                self.events.add("slot_abandoned", role=role, slot=slot, workers_alive=self.workers_alive())
+                if self.workers_alive() + len(self.delayed) < self.job["min_workers"]:
+                    return self.fail(f"worker:{slot} lost {n} times ({c.exit_message}); fewer than --min-workers "
+                                     f"{self.job['min_workers']} left")
+            else:
+                self.replace(slot, n, 0 if n == 1 else min(2 ** (n - 1), REPLACE_BACKOFF_MAX_S))
+        if in_ring and self.state in (State.TRAINING, State.STOPPING):
+            self.since = self.clock()
+            return State.REFORMING
+        return None
+
+    def on_heartbeat_stale(self, role: str, slot: int, container: str, silent_s: float) -> None:
+        Master.on_heartbeat_stale(self, role, slot, container, silent_s)
+
+    def on_replacement_due(self, role: str, slot: int) -> None:
+        self.delayed.pop((role, slot), None)
+        self.start(slot)
+
+    def on_gang_complete(self, slots: list) -> State:
+        devices = {}
+        for s in slots:
+            raw = self.app.kv.get(f"{protocol.KV_UP}worker/{s}")
+            devices[s] = json.loads(raw.decode()).get("cuda_visible_devices") if raw else None
+        self.events.add("cluster_up", slots=slots, workers=len(slots), strategy="allreduce",
+                        cuda_visible_devices=devices, waited_s=round(self.clock() - self.since, 1))
+        self.publish_ring(slots, "ring_formed")
+        return State.TRAINING
+
+    def on_gang_timeout(self, present: list) -> State:
+        why = (f"gang timeout: {len(present)} of {self.job['workers']} workers started within "
+               f"{self.job['gang_timeout']:.0f} s, fewer than --min-workers {self.job['min_workers']} "
+               f"(not enough resources in queue {self.job['queue']}); released the containers held")
+        self.events.add("gang_timeout", workers=len(present), wanted=self.job["workers"],
+                        min_workers=self.job["min_workers"], gang_timeout=self.job["gang_timeout"],
+                        queue=self.job["queue"])
+        for cid in list(self.live.values()):
+            try:
+                self.app.kill_container(cid)
+            except Exception as exc:  # noqa: BLE001 - it ended meanwhile
+                print(f"cannot kill {cid}: {exc}", flush=True)
+        self.delayed.clear()
+        return self.fail(why)
+
+    def on_ring_ready(self, slots: list) -> State:
+        self.publish_ring(slots, "ring_reformed")
+        return State.TRAINING
+
+    def on_worker_arrived(self, slots: list) -> State:
+        self.app.kv[protocol.KV_RING_STOP] = str(self.gen).encode()
+        self.events.add("ring_stop_requested", gen=self.gen, arrived=slots)
+        return State.STOPPING
+
+    def on_ring_stopped(self, slots: list) -> State:
+        self.publish_ring(slots, "ring_grown")
+        return State.TRAINING
+
+    def on_process_failed(self, slot: int, error: dict | None, rc: int) -> State:
+        error = error or {"type": "unknown", "message": f"training process exited with {rc}"}
+        self.events.add("training_process_failed", slot=slot, gen=self.gen, exit_code=rc, error_type=error["type"],
+                        diagnostics=error["message"][:2000])
+        key = (error["type"], error["message"])
+        self.failures += 1
+        if error["type"] not in CLUSTER_ERRORS or key == self.last_error:
+            return self.fail(f"{error['type']}: {error['message']}")
+        if self.failures > self.job["max_coordinator_restarts"]:
+            return self.fail(f"training failed {self.failures} times, last: {error['message']}")
+        self.last_error = key
+        self.since = self.clock()
+        return State.REFORMING
+
+    def on_progress(self) -> None:
+        self.first_round_seen = True
+        self.events.add("first_round", gen=self.gen, workers=len(self.ring["slots"]))
+
+    def on_finished(self) -> State:
+        self.events.add("succeeded", role="chief", gen=self.gen)
+        self.outcome = ("SUCCEEDED", "training finished")
+        return State.SUCCEEDED
+
+    # -- helpers ------------------------------------------------------------------------------------
+    def workers_alive(self) -> int:
+        return len(self.live)
+
+    def publish_alive(self) -> None:
+        self.app.kv[protocol.KV_WORKERS_ALIVE] = str(self.workers_alive()).encode()
+
+    def start(self, slot: int) -> None:
+        env = {protocol.ENV_ROLE: "worker", protocol.ENV_SLOT: str(slot),
+               protocol.ENV_PORT: str(self.ports[("worker", slot)]), protocol.ENV_GPUS: str(self.job["worker_gpus"])}
+        c = self.app.add_container("worker", env=env)
+        self.containers[c.id] = ("worker", slot)
+        self.live[("worker", slot)] = c.id
+        self.publish_alive()
+
+    def replace(self, slot: int, attempt: int, delay: float) -> None:
+        for prefix in (protocol.KV_ADDR, protocol.KV_UP):
+            self.app.kv.discard(f"{prefix}worker/{slot}")
+        self.events.add("replacement_requested", role="worker", slot=slot, attempt=attempt, delay_s=delay)
+        if delay:
+            self.delayed[("worker", slot)] = self.clock() + delay
+        else:
+            self.start(slot)
+
+    def present(self, addrs: dict) -> list[int]:
+        """Live worker slots whose container published its address, in slot order."""
+        return sorted(s for (_, s) in self.live if f"{protocol.KV_ADDR}worker/{s}" in addrs)
+
+    def publish_ring(self, slots: list, event: str) -> None:
+        self.gen += 1
+        addrs = self.app.kv.get_prefix(protocol.KV_ADDR)
+        self.ring = {"gen": self.gen, "slots": slots,
+                     "worker": [addrs[f"{protocol.KV_ADDR}worker/{s}"].decode() for s in slots]}
+        self.app.kv[protocol.KV_RING] = json.dumps(self.ring).encode()
+        self.app.kv[protocol.KV_CLUSTER] = json.dumps({"worker": self.ring["worker"]}).encode()
+        self.progress_at_ring, self.first_round_seen = self.app.kv.get(protocol.KV_PROGRESS), False
+        self.events.add(event, gen=self.gen, slots=slots, workers=len(slots), cluster=self.ring["worker"])
+
+    # -- observations -> events ------------------------------------------------------------------
+    def step(self) -> tuple[str, str] | None:
+        for c in self.app.get_containers(services=["worker"], states=["FAILED", "KILLED", "SUCCEEDED"]):
+            if c.id in self.seen_finished or c.id not in self.containers or self.done:
+                continue
+            if str(c.state) == "SUCCEEDED":  # a supervisor whose training ended (rc 0): not a loss
+                self.seen_finished.add(c.id)
+                self.live.pop(self.containers[c.id], None)
+                continue
+            self.dispatch(Event.CONTAINER_LOST, c=c)
+        if self.job["hang_timeout"] and not self.done:
+            for stale in Master.stale_heartbeats(self, self.app.kv.get_prefix(protocol.KV_HEARTBEAT)):
+                self.dispatch(Event.HEARTBEAT_STALE, **stale)
+        for (_, slot), due in list(self.delayed.items()):
+            if self.clock() >= due and not self.done:
+                self.dispatch(Event.REPLACEMENT_DUE, role="worker", slot=slot)
+        if self.done:
+            return self.outcome
+        addrs = self.app.kv.get_prefix(protocol.KV_ADDR)
+        present = self.present(addrs)
+        waited = self.clock() - self.since
+        if self.state == State.GANG:
+            if len(present) == self.job["workers"] or (
+                    waited >= self.job["startup_wait"] and len(present) >= self.job["min_workers"]):
+                self.dispatch(Event.GANG_COMPLETE, slots=present)
+            elif waited > self.job["gang_timeout"]:
+                self.dispatch(Event.GANG_TIMEOUT, present=present)
+        elif self.state == State.REFORMING:
+            if len(present) >= self.job["min_workers"]:
+                self.dispatch(Event.RING_READY, slots=present)
+            elif waited > self.job["gang_timeout"]:
+                self.dispatch(Event.GANG_TIMEOUT, present=present)
+        else:
+            self.sampler.sample(self.workers_alive())
+            self.observe_exits(present)
+            if self.state == State.TRAINING:
+                outside = [s for s in present if s not in self.ring["slots"]]
+                if outside and len(self.ring["slots"]) < self.job["workers"]:
+                    self.dispatch(Event.WORKER_ARRIVED, slots=outside)
+            if not self.first_round_seen and not self.done:
+                progress = self.app.kv.get(protocol.KV_PROGRESS)
+                if progress is not None and progress != self.progress_at_ring:
+                    self.dispatch(Event.PROGRESS)
+        return self.outcome
+
+    def observe_exits(self, present: list) -> None:
+        """The ring's training processes' exits (``ring_exit/<slot>``) in this generation."""
+        exits = {}
+        for key, raw in self.app.kv.get_prefix(protocol.KV_RING_EXIT).items():
+            value = json.loads(raw.decode())
+            slot = int(key[len(protocol.KV_RING_EXIT):])
+            if value["gen"] == self.gen and slot in self.ring["slots"]:
+                exits[slot] = value
+        chief = self.ring["slots"][0]
+        if exits.get(chief, {}).get("rc") == 0:
+            self.dispatch(Event.FINISHED)
+            return
+        for slot, value in sorted(exits.items()):
+            if value["rc"] in (0, STOP_EXIT) or self.exits.get(slot) == value:
+                continue
+            # A peer's loss can fail a survivor's collective before YARN reports the loss: a cluster
+            # error waits EXIT_GRACE_S for that loss (then a new generation makes this exit stale).
+            error_type = (value.get("error") or {}).get("type")
+            first = self.exit_seen.setdefault((slot, value["gen"]), self.clock())
+            if error_type in CLUSTER_ERRORS and self.clock() - first < EXIT_GRACE_S:
+                continue
+            self.exits[slot] = value
+            self.dispatch(Event.PROCESS_FAILED, slot=slot, error=value.get("error"), rc=value["rc"])
+            return
+        if self.state == State.STOPPING and all(exits.get(s, {}).get("rc") == STOP_EXIT for s in self.ring["slots"]):
+            self.dispatch(Event.RING_STOPPED, slots=present)
+
+    def run(self) -> tuple[str, str]:
+        if self.attempt > 1:
+            self.events.add("am_restarted", role="master", attempt=self.attempt)
+        self.since = self.clock()
+        for slot in range(self.job["workers"]):
+            self.start(slot)
+        while True:
+            outcome = self.step()
+            if outcome:
+                return outcome
+            time.sleep(0.5)
