@@ -62,7 +62,8 @@ def main():
     import tensorflow as tf
     import tf_keras
 
-    from tfhadoop.trainer.step import build_task_fn, parse_fn
+    from tfhadoop.trainer.step import build_task_fn, parse_fn, task_args
+    from tfhadoop.trainer.tasks import Task
 
     tmp = tempfile.mkdtemp(prefix="bench-trainer-")
     shards = write_shards(tmp, opts.records, opts.shards)
@@ -91,11 +92,10 @@ def main():
 
     def run_epoch():
         t0 = time.perf_counter()
-        results = [coord.schedule(task_fn, args=(tf.constant(p), tf.constant(0, tf.int64), tf.constant(s, tf.int64),
-                                                  tf.constant(c, tf.int64)))  # offset 0: skip from the start
-                   for p, s, c in tasks]
+        results = [coord.schedule(task_fn, args=task_args([Task(i, p, s, c)]))  # offset 0: skip from the start
+                   for i, (p, s, c) in enumerate(tasks)]
         coord.join()
-        n = sum(int(r.fetch()[0]) for r in results)
+        n = sum(int(sum(r.fetch()[0])) for r in results)
         return n, time.perf_counter() - t0
 
     run_epoch()  # warm up (tracing, connections)
