@@ -350,7 +350,7 @@ def run(job: dict, cluster: dict, work: str, app=None) -> dict:
     plain.set_weights(model.get_weights())
     metrics = {"train_seconds": time.monotonic() - t_start,
                "first_step_s": (first_step_at - t_start) if first_step_at else None, "epochs": state["history"],
-               "steps": state["steps"],
+               "steps": state["steps"], "steps_per_execution": size.steps,
                "rejoins": rejoin_watch.rejoins, "app": getattr(app, "id", None)}
     if eval_split and manifest.split(eval_split):
         from tfhadoop.trainer.manifest import shard_url
