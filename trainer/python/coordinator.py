@@ -175,7 +175,7 @@ class ClosureSize:
     whole tasks until it has at least that many steps. ``auto`` sizes closures so one takes
     about ``AUTO_CLOSURE_S`` from the measured time per step, so a closure's fixed cost (a few ms:
     bench/bench_task_overhead.py) stays a small share. The first closures (tracing,
-    connections) are left out of the measure."""
+    connections: the first 2 tasks per worker) are left out of the measure."""
 
     def __init__(self, setting, workers: int):
         self.auto = setting == "auto"
