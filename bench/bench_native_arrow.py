@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 
 from tfhadoop.connectors import arrow as ar
+from tfhadoop.connectors import dataset
 from tfhadoop.connectors.example import encode_example
 
 
@@ -52,7 +53,7 @@ def decode_bench(n, groups, pure_n):
     recs = records(n, groups)
     schema = ar.infer_schema(recs)
     nfeat = 5 * groups
-    spec = ar.tf_feature_spec(ar.feature_spec(schema))
+    spec = dataset.tf_parse_spec(dataset.parse_spec(schema))
     batches = [tf.constant(recs[i:i + 4096]) for i in range(0, n, 4096)]
     parse = tf.function(lambda x: tf.io.parse_example(x, spec))
     for b in batches[:2]:

@@ -103,6 +103,7 @@ def bench_write(tf, records, workdir, repeat, results, label):
 
 def bench_examples(tf, workdir, n, repeat, results):
     from tfhadoop.connectors import arrow as ar
+    from tfhadoop.connectors import dataset
     from tfhadoop.connectors import example as ex
     from tfhadoop.connectors import example_wire as wire
     from tfhadoop.connectors.tfrecord import read_records, write_records
@@ -122,7 +123,7 @@ def bench_examples(tf, workdir, n, repeat, results):
     to_arrow, table = best(lambda: ar.examples_to_table(read_records(path), schema), repeat)
     to_arrow_infer, _ = best(lambda: ar.examples_to_table(list(read_records(path))), repeat)
     from_arrow, _ = best(lambda: sum(1 for _ in ar.table_to_examples(table)), repeat)
-    spec = ar.tf_feature_spec(ar.feature_spec(schema))
+    spec = dataset.tf_parse_spec(dataset.parse_spec(schema))
 
     def tf_parse():
         c = 0

@@ -93,7 +93,7 @@ def main() -> int:
         import uuid
 
         import tfhadoop.tfhdfs  # noqa: F401
-        from tfhadoop.trainer import hdfs_io
+        from tfhadoop.connectors import hdfs
 
         root = f"hdfs:///tmp/bench-task-offsets-{uuid.uuid4().hex[:8]}"
         print(f"load: {os.getloadavg()[0]:.2f} (1-min) on {os.cpu_count()} cores; {args.records} records, "
@@ -127,8 +127,8 @@ def main() -> int:
                       f"{last * 1e3:8.1f} ms | last/first {last / first:6.2f} | epoch {epoch:7.1f} s"
                       f"{'' if sample == 1 else f' (estimated from every {sample}th task)'} | written in {written:.0f} s",
                       flush=True)
-                hdfs_io.delete(url)
-        hdfs_io.delete(root)
+                hdfs.delete(url)
+        hdfs.delete(root)
         print("\nepoch time by shard size (same records):")
         for _, label, *_ in rows[:len(modes)]:
             line = [f"{r[0]}: {r[4]:.1f} s" for r in rows if r[1] == label]

@@ -9,8 +9,12 @@
   coordinator's ``rejoins`` entry for its slot;
 - seconds from a parameter server's loss (PS container killed through Skein) to the restarted
   coordinator's first completed wave;
-- seconds from ``submit()`` to the first completed wave, for every job;
-- the worker input pipeline fed by YARN localization from HDFS vs the same pipeline on local files.
+- seconds from ``submit()`` to the first completed wave, for every job.
+
+Workers read their shards over hdfs:// (no localization), so the input path is measured where it
+lies: TFRecordDataset over hdfs:// vs local files in bench/bench_tfhdfs.py, a task's cost by its
+position in a shard in bench/bench_task_offsets.py, and training throughput against model.fit
+under ParameterServerStrategy in bench/bench_trainer_peers.py.
 
 Reproduce (≈ 25 min; starts and stops its own embedded cluster unless HADOOP_CONF_DIR is set):
 
@@ -28,9 +32,6 @@ import threading
 import time
 import uuid
 
-if len(sys.argv) > 1 and sys.argv[1] == "--pipeline-worker":
-    T_PROCESS = time.time()  # before any import: the container's process start, for localization
-
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 MODELS = os.path.join(ROOT, "tests", "trainer")
@@ -42,131 +43,6 @@ for _k, _v in {"TF_USE_LEGACY_KERAS": "1", "GRPC_FAIL_FAST": "use_caller", "TF_C
 
 def log(*args):
     print(time.strftime("%H:%M:%S"), *args, flush=True)
-
-
-# -- the worker input pipeline (also run inside a YARN container) ------------------------------
-def pipeline_examples_per_s(folder: str, manifest_raw: dict, batch: int) -> dict:
-    """The worker's input pipeline of step.build_task_fn (TFRecordDataset -> batch -> parse)
-    over every train shard in ``folder``, without the train step: examples and seconds."""
-    import tensorflow as tf
-
-    from tfhadoop.trainer.manifest import local_name, parse
-    from tfhadoop.trainer.step import COMPRESSION, parse_fn
-
-    manifest = parse(manifest_raw, "bench")
-    fn = parse_fn(manifest.parse_spec, "y")
-    files = [os.path.join(folder, local_name(s)) for s in manifest.split("train")]
-    ds = (tf.data.TFRecordDataset(files, compression_type=COMPRESSION[manifest.compression])
-          .batch(batch).map(fn))
-    count = tf.function(lambda: ds.reduce(tf.constant(0, tf.int64), lambda n, b: n + tf.cast(tf.shape(b[1])[0], tf.int64)))
-    t0 = time.time()
-    n = int(count())
-    return {"examples": n, "pipeline_s": time.time() - t0, "pipeline_start": t0}
-
-
-def pipeline_worker(folder: str, key: str, manifest_file: str, batch: int) -> int:
-    """Entry point inside a Skein container: time the pipeline, publish the result under ``key``."""
-    import skein
-
-    with open(manifest_file) as f:
-        raw = json.load(f)
-    result = pipeline_examples_per_s(folder, raw, batch)
-    result["process_start"] = T_PROCESS
-    skein.ApplicationClient.from_current().kv[key] = json.dumps(result).encode()
-    return 0
-
-
-def container_env() -> dict:
-    """What a container on the embedded cluster needs to find the cluster and our venv."""
-    env = {k: os.environ[k] for k in ("HADOOP_CONF_DIR", "TFHADOOP_STATE_DIR", "JAVA_HOME", "PATH", "HOME")
-           if os.environ.get(k)}
-    env.update({"TF_USE_LEGACY_KERAS": "1", "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONUNBUFFERED": "1"})
-    return env
-
-
-def input_round(manifest, local: str, manifest_file: str, batch: int) -> dict:
-    """One Skein app, two containers one after the other (2 shared cores): the pipeline over the
-    shards YARN localized from HDFS into the container (as the trainer's workers get them), and
-    over the same files already on local disk. A fresh app per round: localization is cached per
-    application and node."""
-    import skein
-
-    from tfhadoop.trainer.manifest import local_name
-
-    me = f"{sys.executable} {os.path.abspath(__file__)} --pipeline-worker"
-    files = {local_name(s): skein.File(source=f"{manifest.root}/{s.path}", type="file")
-             for s in manifest.split("train")}
-    res = skein.Resources(memory=1024, vcores=1)
-    spec = skein.ApplicationSpec(
-        name="bench-trainer-input", queue="default", max_attempts=1,
-        master=skein.Master(resources=skein.Resources(memory=256, vcores=1)),
-        services={"hdfs": skein.Service(instances=0, max_restarts=0, resources=res, files=files, env=container_env(),
-                                        script=f"{me} . result/hdfs {manifest_file} {batch}"),
-                  "local": skein.Service(instances=0, max_restarts=0, resources=res, env=container_env(),
-                                         script=f"{me} {local} result/local {manifest_file} {batch}")})
-    out = {}
-    with skein.Client() as client:
-        app = client.submit_and_connect(spec)
-        try:
-            for service in ("local", "hdfs"):
-                c = app.add_container(service)
-                out[service] = json.loads(app.kv.wait(f"result/{service}").decode())
-                for _ in range(60):
-                    got = [x for x in app.get_containers(services=[service], states=list(skein.model.ContainerState))
-                           if x.id == c.id]
-                    if got and got[0].start_time:
-                        out[service]["container_start"] = got[0].start_time.timestamp()
-                        break
-                    time.sleep(0.5)
-        finally:
-            app.shutdown()
-    for v in out.values():
-        v["container_start_to_process_s"] = v["process_start"] - v["container_start"]
-    # Localization happens between the container's start (Skein start_time) and its process start;
-    # the local container has nothing to localize, so the difference is what HDFS cost.
-    out["localization_s"] = max(out["hdfs"]["container_start_to_process_s"]
-                                - out["local"]["container_start_to_process_s"], 0.0)
-    return out
-
-
-def measure_input(dataset: str, batch: int, epochs: int, rounds: int) -> dict:
-    """Worker input from HDFS (YARN localization + the pipeline over the localized files) vs the
-    same pipeline over files on local disk; ratios of examples/s, one pass and over ``epochs``."""
-    from tfhadoop.trainer import hdfs_io
-    from tfhadoop.trainer.manifest import load, local_name
-
-    manifest = load(dataset)
-    work = tempfile.mkdtemp(prefix="bench-trainer-input-")
-    local = os.path.join(work, "data")
-    os.makedirs(local)
-    t0 = time.time()
-    for s in manifest.split("train"):
-        with open(os.path.join(local, local_name(s)), "wb") as f:
-            f.write(hdfs_io.read_bytes(f"{manifest.root}/{s.path}"))
-    client_read_s = time.time() - t0  # the same bytes over hdfs-native in this process, for scale
-    manifest_file = os.path.join(work, "manifest.json")
-    with open(manifest_file, "w") as f:
-        json.dump(manifest.raw, f)
-    try:
-        per_round = [input_round(manifest, local, manifest_file, batch) for _ in range(rounds)]
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
-    n = per_round[0]["hdfs"]["examples"]
-    assert all(r[k]["examples"] == n for r in per_round for k in ("hdfs", "local")), per_round
-    p_local = mean([r["local"]["pipeline_s"] for r in per_round])
-    p_hdfs = mean([r["hdfs"]["pipeline_s"] for r in per_round])
-    localize = mean([r["localization_s"] for r in per_round])
-    rate_local = n / p_local
-    one_pass = n / (localize + p_hdfs)
-    amortized = n * epochs / (localize + epochs * p_hdfs)
-    return {"examples": n, "bytes": sum(s.bytes for s in manifest.split("train")), "rounds": per_round,
-            "local_pipeline_s": p_local, "hdfs_pipeline_s": p_hdfs, "localization_s": localize,
-            "client_hdfs_read_s": client_read_s,
-            "local_examples_per_s": rate_local, "hdfs_one_pass_examples_per_s": one_pass,
-            "hdfs_amortized_examples_per_s": amortized, "epochs_for_amortized": epochs,
-            "ratio_pipeline_only": p_local / p_hdfs,
-            "ratio_one_pass": one_pass / rate_local, "ratio_amortized": amortized / rate_local}
 
 
 # -- a training job and what happens to it ------------------------------------------------------
@@ -242,7 +118,7 @@ def run_job(args, dataset: str, tag: str, epochs: int, fault: str | None) -> dic
     import skein
 
     from tfhadoop import hadoop
-    from tfhadoop.trainer import hdfs_io
+    from tfhadoop.connectors import hdfs
     from tfhadoop.trainer.job import JobSpec, follow, submit
 
     run = hadoop.use_cluster().default_fs.rstrip("/") + f"/tmp/bench-trainer/{tag}-{uuid.uuid4().hex[:6]}"
@@ -316,11 +192,9 @@ def run_job(args, dataset: str, tag: str, epochs: int, fault: str | None) -> dic
         for e in result.get("events") or []:
             log(f"[{tag}] event", json.dumps({k: v for k, v in e.items() if k != "cluster"})[:1500])
         raise RuntimeError(f"{tag} job {app_id} did not succeed: {result.get('diagnostics')}")
-    metrics = json.loads(hdfs_io.read_bytes(f"{run}/ckpt/metrics.json"))
-    events = [json.loads(x) for x in hdfs_io.read_bytes(f"{run}/ckpt/events.jsonl").decode().splitlines()]
-    client_hdfs, path = hdfs_io._client(f"{run}/ckpt")
-    ckpts = sorted(int(s.path.rsplit("ckpt-", 1)[1]) / 1e9 for s in client_hdfs.list_status(path)
-                   if s.path.rsplit("/", 1)[-1].startswith("ckpt-"))
+    metrics = json.loads(hdfs.read_bytes(f"{run}/ckpt/metrics.json"))
+    events = [json.loads(x) for x in hdfs.read_bytes(f"{run}/ckpt/events.jsonl").decode().splitlines()]
+    ckpts = sorted(int(n[len("ckpt-"):]) / 1e9 for n in hdfs.list_names(f"{run}/ckpt") if n.startswith("ckpt-"))
     return {"tag": tag, "app_id": app_id, "run": run, "submit": t_submit, "final_status": result.get("final_status"),
             "metrics": metrics, "events": events, "checkpoints": ckpts, "progress": watch.progress,
             "up": watch.up, "containers": watch.containers, "faults": watch.faults, "notes": watch.notes,
@@ -419,10 +293,9 @@ def main() -> int:
     ap.add_argument("--urgent-memory", type=int, default=2048, help="MiB per urgent container")
     ap.add_argument("--urgent-tasks", type=int, default=3, help="urgent containers (256 MiB AM + 3 x 2 GiB)")
     ap.add_argument("--ps-kill-after", type=float, default=45, help="kill the PS this long after the first wave")
-    ap.add_argument("--input-rounds", type=int, default=2, help="rounds of the HDFS-vs-local input measurement")
     ap.add_argument("--no-bracket", dest="bracket", action="store_false",
                     help="no second fault-free run at the end (goodput then compares against one run)")
-    ap.add_argument("--skip", default="", help="comma list of parts to skip: input,baseline,preempt,ps")
+    ap.add_argument("--skip", default="", help="comma list of parts to skip: baseline,preempt,ps")
     args = ap.parse_args()
     skip = set(filter(None, args.skip.split(",")))
 
@@ -454,10 +327,6 @@ def main() -> int:
         log(f"dataset: {records} train examples in {args.shards} gzip shards, written in {time.time() - t0:.0f} s")
         out["dataset"] = {"url": dataset, "train_records": records, "shards": args.shards}
 
-        if "input" not in skip:
-            inp = out["input"] = measure_input(dataset, args.batch_size, args.epochs, args.input_rounds)
-            log(f"input pipeline, local files: {inp['local_examples_per_s']:.0f} ex/s ({inp['local_pipeline_s']:.2f} s); "
-                f"localized from HDFS: pipeline {inp['hdfs_pipeline_s']:.2f} s + localization {inp['localization_s']:.2f} s")
         runs, out["errors"] = {}, {}
         plan = [("baseline", args.epochs, None), ("preempt", args.epochs, "preempt"), ("ps", args.ps_epochs, "ps")]
         if args.bracket:  # a second fault-free run after the faulted ones: load drifts on a shared host
@@ -535,27 +404,10 @@ def report(out: dict) -> None:
               f"from the kill call {fmt(pr['kill_to_resumed_s'], ' s')}; lost -> coordinator begins "
               f"{fmt(pr['lost_to_coordinator_begin_s'], ' s')}; master's first_wave event "
               f"{fmt(pr['lost_to_first_wave_event_s'], ' s')}; first checkpoint {fmt(pr['lost_to_first_checkpoint_s'], ' s')}")
-    if "input" in out:
-        i = out["input"]
-        print(f"input ({i['examples']} examples, {i['bytes']} B gzip): local {i['local_examples_per_s']:.0f} ex/s; "
-              f"HDFS-localized pipeline only x{i['ratio_pipeline_only']:.2f}; "
-              f"with localization ({i['localization_s']:.1f} s) one pass x{i['ratio_one_pass']:.2f}, "
-              f"over {i['epochs_for_amortized']} epochs x{i['ratio_amortized']:.2f} (target >= 0.8)")
-        if bases:
-            t = sum(b["train_seconds"] for b in bases) / len(bases)
-            i["ratio_in_job"] = t / (t + i["localization_s"])
-            print(f"input in the job: localization {i['localization_s']:.1f} s once per node and application vs "
-                  f"{t:.0f} s of training -> x{i['ratio_in_job']:.3f}")
-        den = i["local_pipeline_s"] - 0.8 * i["hdfs_pipeline_s"]
-        i["epochs_for_0_8"] = 0.8 * i["localization_s"] / den if den > 0 else None
-        print(f"input: the pipeline-level ratio reaches 0.8 from {fmt(i['epochs_for_0_8'])} passes over the data; "
-              f"hdfs-native read of the same bytes in this process: {i['client_hdfs_read_s']:.2f} s")
     with open(out["args"]["json"], "w") as f:
         json.dump(out, f, indent=1, default=str)
     print("JSON:", out["args"]["json"])
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1 and sys.argv[1] == "--pipeline-worker":
-        sys.exit(pipeline_worker(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])))
     sys.exit(main())

@@ -150,8 +150,8 @@ def main():
     logging.getLogger("tensorflow").setLevel(logging.INFO)
     procs[2].kill()
     procs[2].wait()
-    results = [coord.schedule(task_fn, args=(tf.constant(p), tf.constant(s, tf.int64), tf.constant(c, tf.int64)))
-               for p, s, c in tasks]
+    results = [coord.schedule(task_fn, args=(tf.constant(p), tf.constant(0, tf.int64), tf.constant(s, tf.int64),
+                                              tf.constant(c, tf.int64))) for p, s, c in tasks]
     time.sleep(3)
     t_start = time.perf_counter()
     procs[2] = launch(cluster, "worker", 1)

@@ -61,6 +61,7 @@ def write_dataset(folder: str, records: int, shards: int) -> dict:
     """Uncompressed shards with their index sidecars + the manifest, as `tfhadoop export` writes."""
     import numpy as np
 
+    from tfhadoop.connectors.dataset import MANIFEST, dumps, manifest_doc
     from tfhadoop.connectors.example import encode_example
     from tfhadoop.connectors.tfrecord import write_records
 
@@ -75,11 +76,10 @@ def write_dataset(folder: str, records: int, shards: int) -> dict:
                       (encode_example({"x": list(map(float, xi)), "y": [float(yi)]}) for xi, yi in zip(x, y)))
         files.append({"path": name, "records": per, "bytes": os.path.getsize(os.path.join(folder, name)),
                       "split": "train"})
-    manifest = {"format": "tfrecord", "record_type": "Example", "compression": "none", "files": files,
-                "splits": {"train": {"records": per * shards}}, "schema": {}, "parse_spec": SPEC, "source": {},
-                "created": "bench"}
-    with open(os.path.join(folder, "_tfhadoop.json"), "w") as f:
-        json.dump(manifest, f)
+    manifest = manifest_doc("Example", "none", files, splits={"train": {"records": per * shards}}, schema={},
+                                    parse_spec=SPEC, source={}, created="bench")
+    with open(os.path.join(folder, MANIFEST), "w") as f:
+        f.write(dumps(manifest))
     return manifest
 
 
@@ -160,9 +160,7 @@ def pss_cluster(workers: int):
 
     cluster = {"ps": [f"127.0.0.1:{free_port()}"], "worker": [f"127.0.0.1:{free_port()}" for _ in range(workers)],
                "chief": [f"127.0.0.1:{free_port()}"]}
-    serve = "import json, sys; from tfhadoop.trainer import server; " \
-            "server.start(json.loads(sys.argv[1]), sys.argv[2], int(sys.argv[3])).join()"
-    procs = [subprocess.Popen([sys.executable, "-c", serve, json.dumps(cluster), role, str(i)],
+    procs = [subprocess.Popen([sys.executable, "-m", "tfhadoop.trainer.server", json.dumps(cluster), role, str(i)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
              for role in ("ps", "worker") for i in range(len(cluster[role]))]
     return cluster, procs
@@ -170,10 +168,10 @@ def pss_cluster(workers: int):
 
 def run_yarn(args, manifest_folder: str) -> dict:
     """(c): `tfhadoop train` reading hdfs:// on the embedded cluster."""
-    from tfhadoop.trainer import hdfs_io
+    from tfhadoop.connectors import hdfs
 
     base = f"hdfs:///tmp/bench-peers-{uuid.uuid4().hex[:8]}"
-    hdfs_io.upload_dir(manifest_folder, f"{base}/data")
+    hdfs.upload_dir(manifest_folder, f"{base}/data")
     t0 = time.perf_counter()
     cmd = [sys.executable, "-m", "tfhadoop", "train", "--model", "bench_trainer_peers:model", "--python-path", HERE,
            "--data", f"{base}/data", "--label", "y", "--train-split", "train", "--ps", "1",
@@ -184,9 +182,9 @@ def run_yarn(args, manifest_folder: str) -> dict:
     wall = time.perf_counter() - t0
     if out.returncode:
         raise RuntimeError(f"tfhadoop train failed: {(out.stdout + out.stderr)[-3000:]}")
-    metrics = json.loads(hdfs_io.read_bytes(f"{base}/ckpt/metrics.json"))
-    samples = [json.loads(line) for line in hdfs_io.read_bytes(f"{base}/ckpt/progress.jsonl").decode().splitlines()]
-    hdfs_io.delete(base)
+    metrics = json.loads(hdfs.read_bytes(f"{base}/ckpt/metrics.json"))
+    samples = [json.loads(line) for line in hdfs.read_bytes(f"{base}/ckpt/progress.jsonl").decode().splitlines()]
+    hdfs.delete(base)
     return {"wall_s": wall, "metrics": metrics, "samples": samples}
 
 

@@ -136,10 +136,10 @@ def _tfrecord_export(table: str, rows: int) -> str:
     with _step("TensorFlow parses the shards with the manifest's parse spec (read by tfhadoop.connectors)"):
         import tensorflow as tf
 
-        from tfhadoop.connectors.arrow import tf_feature_spec
+        from tfhadoop.connectors.dataset import tf_parse_spec
 
         records = list(read_records([f"{out}/{f['path']}" for f in manifest["files"]]))
-        parsed = tf.io.parse_example(tf.constant(records), tf_feature_spec(manifest["parse_spec"]))
+        parsed = tf.io.parse_example(tf.constant(records), tf_parse_spec(manifest["parse_spec"]))
         print(f"   {len(records)} Examples; features {sorted(parsed)}; "
               f"mean label {float(tf.reduce_mean(tf.cast(parsed['label'], tf.float32))):.3f}")
         if len(records) != rows:

@@ -1,4 +1,4 @@
-"""Arrow tables <-> serialized tf.train.Example / SequenceExample, and tf.io parse specs.
+"""Arrow tables <-> serialized tf.train.Example / SequenceExample.
 
 Schema inference looks at every decoded record, not just the first: a feature's Arrow type is
 ``int64`` / ``float32`` / ``binary`` (``string`` when every value is UTF-8 and
@@ -24,15 +24,15 @@ record that does not fit exactly (another kind, another count, a feature the sam
 empty list under a scalar, bytes that are not UTF-8 under string) raises :class:`SchemaDrift`
 naming the file and offset. Nothing is converted to fit; the caller starts over with ``"all"``.
 
-The parse spec (:func:`feature_spec`) is plain JSON so it can travel in a manifest;
-:func:`tf_feature_spec` turns it into ``tf.io`` feature objects where TensorFlow is importable.
+Which Arrow type holds which feature kind, and the parse spec of a schema, are the dataset's
+rules (:mod:`tfhadoop.connectors.dataset`).
 """
 from __future__ import annotations
 
 import pyarrow as pa
 
 from tfhadoop.connectors import example as _ex
-from tfhadoop.connectors.example_wire import BYTES, FLOAT, INT64
+from tfhadoop.connectors.dataset import BYTES, arrow_kind, arrow_type, is_feature_list
 
 __all__ = [
     "read_table",
@@ -44,11 +44,7 @@ __all__ = [
     "infer_schema",
     "examples_to_table",
     "table_to_examples",
-    "feature_spec",
-    "tf_feature_spec",
 ]
-
-_ARROW = {INT64: pa.int64(), FLOAT: pa.float32(), BYTES: pa.binary()}
 
 
 class SchemaDrift(ValueError):
@@ -79,7 +75,7 @@ class _Stats:
                 self.utf8, self.bad_utf8 = False, rec
 
     def arrow_type(self, name: str, bytes_as: str, scalar_ok: bool = True):
-        base = _ARROW[self.kind or BYTES]
+        base = arrow_type(self.kind or BYTES)
         if (self.kind or BYTES) == BYTES and (bytes_as == "string" or (bytes_as == "auto" and self.utf8 and self.kind)):
             if not self.utf8:
                 raise _decode_error(f"feature '{name}' value in record {self.bad_utf8} is not UTF-8 (the schema says string)",
@@ -202,7 +198,7 @@ class _Batches:
     def _decoder(self, schema, strict):
         if schema is None:
             return self.mod.Decoder(None, sequence=self.seq, bytes_as=self.bytes_as)
-        fl = [self.seq and _is_feature_list(f) for f in schema]
+        fl = [self.seq and is_feature_list(f) for f in schema]
         return self.mod.Decoder(schema.__arrow_c_schema__(), fl, [str(f.type) for f in schema],
                                 [str(_leaf(f.type)) for f in schema], self.seq, self.bytes_as, strict)
 
@@ -535,11 +531,6 @@ def _pure_decode(records, record_type, base):
     return out
 
 
-def _is_feature_list(field: pa.Field) -> bool:
-    t = field.type
-    return pa.types.is_list(t) and _is_list(t.value_type) or bool(field.metadata and b"tfhadoop.feature_list" in field.metadata)
-
-
 def _is_list(t) -> bool:
     return pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
 
@@ -557,13 +548,9 @@ class _FieldRule:
         self.scalar = not _is_list(t)
         leaf = _leaf(t)
         self.leaf_name = str(leaf)
-        if pa.types.is_integer(leaf) or pa.types.is_boolean(leaf):
-            self.kind = INT64
-        elif pa.types.is_floating(leaf) and not pa.types.is_float16(leaf):
-            self.kind = FLOAT
-        elif pa.types.is_binary(leaf) or pa.types.is_large_binary(leaf) or pa.types.is_string(leaf) or pa.types.is_large_string(leaf):
-            self.kind = BYTES
-        else:
+        self.kind = arrow_kind(leaf)
+        # decoding narrows nothing: no float16, and decimals or fixed-size binaries are written only
+        if self.kind is None or pa.types.is_float16(leaf) or pa.types.is_decimal(leaf) or pa.types.is_fixed_size_binary(leaf):
             raise TypeError(f"column {field.name!r} of type {field.type} cannot be decoded from tf.train.Feature values")
         self.utf8 = pa.types.is_string(leaf) or pa.types.is_large_string(leaf)
         bits = _RANGES.get(self.leaf_name)
@@ -600,7 +587,7 @@ class _FieldRule:
 
 def _rules(schema, record_type):
     seq = record_type == "SequenceExample"
-    return [_FieldRule(f, seq and _is_feature_list(f)) for f in schema]
+    return [_FieldRule(f, seq and is_feature_list(f)) for f in schema]
 
 
 def _pure_check(decoded, schema, record_type, base, strict=False):
@@ -660,19 +647,9 @@ def _python_cells(column: pa.ChunkedArray | pa.Array, name: str):
         base = base.value_type
     if pa.types.is_dictionary(base):
         column, base = column.cast(base.value_type), base.value_type
-    if not (
-        pa.types.is_integer(base)
-        or pa.types.is_floating(base)
-        or pa.types.is_boolean(base)
-        or pa.types.is_string(base)
-        or pa.types.is_large_string(base)
-        or pa.types.is_binary(base)
-        or pa.types.is_large_binary(base)
-        or pa.types.is_fixed_size_binary(base)
-        or pa.types.is_decimal(base)
-    ):
+    kind = arrow_kind(base)
+    if kind is None:
         raise TypeError(f"column {name!r} of type {t} has no tf.train.Feature equivalent (int, float, bool, string, binary and lists of them)")
-    kind = INT64 if (pa.types.is_integer(base) or pa.types.is_boolean(base)) else FLOAT if (pa.types.is_floating(base) or pa.types.is_decimal(base)) else BYTES
     cells = column.to_pylist()
     if pa.types.is_decimal(base):
         cells = _map_leaves(cells, float)
@@ -765,66 +742,3 @@ def _pure_encode(batch: pa.RecordBatch, seq: bool, deterministic: bool):
             yield _ex.encode_sequence_example(context, lists, deterministic=deterministic)
         else:
             yield _ex.encode_example(context, deterministic=deterministic)
-
-
-_DTYPE = {INT64: "int64", FLOAT: "float32", BYTES: "string"}
-
-
-def _dtype(t) -> str:
-    while _is_list(t):
-        t = t.value_type
-    if pa.types.is_integer(t) or pa.types.is_boolean(t):
-        return "int64"
-    if pa.types.is_floating(t) or pa.types.is_decimal(t):
-        return "float32"
-    return "string"
-
-
-def feature_spec(schema: pa.Schema, record_type: str = "Example") -> dict:
-    """A JSON-able parse spec: ``{"features": {name: entry}}`` plus ``"sequence_features"`` for
-    SequenceExample. Entries: ``{"type": "FixedLenFeature", "shape": [...], "dtype": ...}``
-    (non-nullable scalars and fixed-size lists), ``{"type": "VarLenFeature", "dtype": ...}``
-    (variable or nullable), ``{"type": "FixedLenSequenceFeature", "shape": [...]}`` or
-    ``{"type": "RaggedFeature"}`` for feature lists. dtype is int64, float32 or string."""
-    features, sequence = {}, {}
-    for field in schema:
-        t, dtype = field.type, _dtype(field.type)
-        if record_type == "SequenceExample" and _is_list(t) and _is_feature_list(field):
-            inner = t.value_type
-            if pa.types.is_fixed_size_list(inner):
-                sequence[field.name] = {"type": "FixedLenSequenceFeature", "shape": [inner.list_size], "dtype": dtype, "allow_missing": True}
-            else:
-                sequence[field.name] = {"type": "RaggedFeature", "dtype": dtype}
-        elif field.nullable or (_is_list(t) and not pa.types.is_fixed_size_list(t)):
-            features[field.name] = {"type": "VarLenFeature", "dtype": dtype}
-        else:
-            shape = [t.list_size] if pa.types.is_fixed_size_list(t) else []
-            features[field.name] = {"type": "FixedLenFeature", "shape": shape, "dtype": dtype}
-    spec = {"features": features}
-    if record_type == "SequenceExample":
-        spec["sequence_features"] = sequence
-    return spec
-
-
-def tf_feature_spec(spec: dict):
-    """``tf.io`` feature objects for :func:`feature_spec`'s output: a dict for
-    ``tf.io.parse_example``, or ``(context, sequence)`` dicts when the spec has sequence features."""
-    import tensorflow as tf
-
-    def build(entry):
-        dtype = tf.as_dtype(entry["dtype"])
-        kind = entry["type"]
-        if kind == "FixedLenFeature":
-            return tf.io.FixedLenFeature(entry["shape"], dtype)
-        if kind == "VarLenFeature":
-            return tf.io.VarLenFeature(dtype)
-        if kind == "FixedLenSequenceFeature":
-            return tf.io.FixedLenSequenceFeature(entry["shape"], dtype, allow_missing=entry.get("allow_missing", True))
-        if kind == "RaggedFeature":
-            return tf.io.RaggedFeature(dtype)
-        raise ValueError(f"unknown feature type {kind!r}")
-
-    context = {k: build(v) for k, v in spec.get("features", {}).items()}
-    if "sequence_features" in spec:
-        return context, {k: build(v) for k, v in spec["sequence_features"].items()}
-    return context

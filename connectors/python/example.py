@@ -18,7 +18,8 @@ from google.protobuf import json_format
 from google.protobuf.message import DecodeError
 
 from tfhadoop.connectors import example_proto as _pb
-from tfhadoop.connectors.example_wire import BYTES, FLOAT, INT64, ExampleDecodeError, _explicit, _kind_of
+from tfhadoop.connectors.dataset import BYTES, FLOAT, INT64, KIND_OF_FIELD, LIST_FIELD
+from tfhadoop.connectors.example_wire import ExampleDecodeError, _explicit, _kind_of
 
 __all__ = [
     "encode_example",
@@ -34,8 +35,6 @@ __all__ = [
 ]
 
 RECORD_TYPES = ("Example", "SequenceExample")
-_LIST_FIELD = {INT64: "int64_list", FLOAT: "float_list", BYTES: "bytes_list"}
-_FIELD_KIND = {"int64_list": INT64, "float_list": FLOAT, "bytes_list": BYTES}
 
 
 def _kind_and_values(values, kind=None):
@@ -56,7 +55,7 @@ def _fill(feature, values, kind=None) -> None:
     kind, values = _kind_and_values(values, kind)
     if kind is None:
         return
-    target = getattr(feature, _LIST_FIELD[kind])
+    target = getattr(feature, LIST_FIELD[kind])
     if kind == BYTES:
         values = [v.encode("utf-8") if isinstance(v, str) else v for v in values]
     try:
@@ -114,7 +113,7 @@ def _decode_features(fmap, typed: bool) -> dict:
     for name, f in fmap.items():
         which = f.WhichOneof("kind")
         values = list(getattr(f, which).value) if which else []
-        out[name] = (_FIELD_KIND[which] if which else None, values) if typed else values
+        out[name] = (KIND_OF_FIELD[which] if which else None, values) if typed else values
     return out
 
 
@@ -140,7 +139,7 @@ def decode_sequence_example(data: bytes, typed: bool = False):
         for f in fl.feature:
             which = f.WhichOneof("kind")
             values = list(getattr(f, which).value) if which else []
-            steps.append((_FIELD_KIND[which] if which else None, values) if typed else values)
+            steps.append((KIND_OF_FIELD[which] if which else None, values) if typed else values)
         lists[name] = steps
     return context, lists
 

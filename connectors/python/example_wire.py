@@ -17,6 +17,8 @@ import numbers
 import struct
 from array import array
 
+from tfhadoop.connectors.dataset import BYTES, FLOAT, INT64  # the kinds, exported with the codec
+
 __all__ = [
     "encode_example",
     "decode_example",
@@ -29,7 +31,6 @@ __all__ = [
     "BYTES",
 ]
 
-INT64, FLOAT, BYTES = "int64", "float", "bytes"
 _KIND_TAG = {BYTES: 0x0A, FLOAT: 0x12, INT64: 0x1A}
 _TAG_KIND = {1: BYTES, 2: FLOAT, 3: INT64}
 _U64 = (1 << 64) - 1

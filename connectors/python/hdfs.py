@@ -1,5 +1,7 @@
-"""HDFS for the TFRecord reader/writer: ``hdfs-native`` (RPC, Rust) by default, WebHDFS
-(the ``hdfs`` package) as the fallback.
+"""HDFS for Python: the TFRecord reader/writer, the records CLI, the dataset manifest and the
+trainer's job files (event log, state, metrics, checkpoint renames, SavedModel publish) all go
+through this module. ``hdfs-native`` (RPC, Rust) by default, WebHDFS (the ``hdfs`` package) as
+the fallback for reading and writing records.
 
 Why native first (measured on the embedded cluster, one 100 MB file of 10 KB records, 5
 interleaved rounds, 2-core host under load): raw sequential reads in 1 MiB pieces, median
@@ -10,8 +12,11 @@ WebHDFS is used when hdfs-native is missing or its RPC connection fails.
 
 A dead NameNode fails fast: hdfs-native would retry for ~175 s, so it is configured with
 ``dfs.client.failover.max.attempts=0`` (override by setting the property in the Hadoop conf),
-and the error names the NameNode address. Addresses come from :func:`tfhadoop.hadoop.load_conf`
-(``fs.defaultFS`` for ``hdfs:///path``, ``dfs.namenode.http-address`` for WebHDFS).
+and the error names the NameNode address. The job-file operations (:func:`read_bytes` and the
+functions after it) keep hdfs-native's own retries instead (``patient``): the trainer's
+long-running processes ride out a NameNode restart rather than fail a write. Addresses come from
+:func:`tfhadoop.hadoop.load_conf` (``fs.defaultFS`` for ``hdfs:///path``,
+``dfs.namenode.http-address`` for WebHDFS).
 """
 from __future__ import annotations
 
@@ -20,11 +25,14 @@ import getpass
 import os
 import re
 import threading
+import uuid
 from urllib.parse import urlparse
 
 from tfhadoop import kerberos
 
-__all__ = ["HdfsError", "filesystem", "NativeFS", "WebHdfsFS", "BACKENDS", "DEFAULT_BACKEND"]
+__all__ = ["HdfsError", "filesystem", "NativeFS", "WebHdfsFS", "BACKENDS", "DEFAULT_BACKEND",
+           "exists", "read_bytes", "write_bytes", "append_bytes", "list_names", "rename", "delete",
+           "publish", "upload_dir", "download_dir"]
 
 BACKENDS = ("native", "webhdfs")
 DEFAULT_BACKEND = "native"
@@ -142,11 +150,11 @@ class NativeFS(_HdfsFS):
 
     name = "hdfs-native"
 
-    def __init__(self, base: str, config: dict | None = None):
+    def __init__(self, base: str, config: dict | None = None, patient: bool = False):
         import hdfs_native
 
         super().__init__(base)
-        cfg = dict(_FAST_FAIL)
+        cfg = {} if patient else dict(_FAST_FAIL)
         try:
             props = _conf().props
             cfg.update({k: v for k, v in props.items() if k.startswith(("dfs.", "fs.", "hadoop.", "ipc."))})
@@ -322,20 +330,23 @@ _CACHE: dict = {}
 _LOCK = threading.Lock()
 
 
-def _make(kind: str, base: str):
-    return NativeFS(base) if kind == "native" else WebHdfsFS(base)
+def _make(kind: str, base: str, patient: bool = False):
+    return NativeFS(base, patient=patient) if kind == "native" else WebHdfsFS(base)
 
 
-def filesystem(url: str, backend: str | None = None):
+def filesystem(url: str, backend: str | None = None, patient: bool = False):
     """The filesystem object for an ``hdfs://`` URL (cached per NameNode and backend).
 
     ``backend`` (or ``$TFHADOOP_HDFS_CLIENT``): "native" or "webhdfs"; default native, with
-    WebHDFS as the fallback when hdfs-native is missing or the NameNode's RPC port refuses."""
+    WebHDFS as the fallback when hdfs-native is missing or the NameNode's RPC port refuses.
+    ``patient``: hdfs-native with its own NameNode retries, not failing fast (job files)."""
     base, _ = _split(url)
+    if patient:
+        backend = "native"
     chosen = (backend or os.environ.get(ENV) or DEFAULT_BACKEND).lower()
     if chosen not in BACKENDS:
         raise ValueError(f"unknown HDFS client {chosen!r}: use one of {BACKENDS}")
-    key = (base, chosen, backend is None)
+    key = (base, chosen, backend is None, patient)
     with _LOCK:
         fs = _CACHE.get(key)
         if fs is not None:
@@ -349,7 +360,7 @@ def filesystem(url: str, backend: str | None = None):
         errors = []
         for kind in order:
             try:
-                fs = _make(kind, base)
+                fs = _make(kind, base, patient)
                 fs.check()
             except Exception as exc:  # noqa: BLE001 - ImportError, OSError, CommandError (no conf)
                 krb = kerberos.explain(exc, base) if secured else None
@@ -360,3 +371,127 @@ def filesystem(url: str, backend: str | None = None):
             _CACHE[key] = fs
             return fs
         raise HdfsError(f"cannot reach HDFS at {base}: " + "; ".join(errors))
+
+
+# -- job files: small whole files and NameNode operations, over hdfs-native ------------------------
+
+def _job(url: str):
+    """(client call wrapper, path) for a job-file operation on ``url``."""
+    fs = filesystem(url, patient=True)
+    path = _split(url)[1]
+    return (lambda what, fn, *args: fs._call(what, path, fn, *args)), fs._client, path
+
+
+def exists(url: str) -> bool:
+    return filesystem(url, patient=True)._status(_split(url)[1]) is not None
+
+
+def read_bytes(url: str) -> bytes:
+    call, client, path = _job(url)
+
+    def read():
+        with client.read(path) as f:
+            return f.read()
+
+    return call("read", read)
+
+
+def write_bytes(url: str, data: bytes) -> None:
+    """Replace the file at ``url`` (written to a temporary name, then renamed over): readers see
+    the old or the new content, never part of it."""
+    call, client, path = _job(url)
+    tmp = f"{path}.tmp-{uuid.uuid4().hex[:8]}"
+
+    def write():
+        client.mkdirs(os.path.dirname(path), create_parent=True)
+        with client.create(tmp) as f:
+            f.write(data)
+        client.rename(tmp, path, overwrite=True)
+
+    call("write", write)
+
+
+def append_bytes(url: str, data: bytes) -> None:
+    """Append ``data`` to the file at ``url``, creating it (and its folder) if missing: an
+    append-only log costs one small write per entry, not a rewrite of the whole file."""
+    call, client, path = _job(url)
+
+    def append():
+        try:
+            writer = client.append(path)
+        except FileNotFoundError:
+            client.mkdirs(os.path.dirname(path), create_parent=True)
+            writer = client.create(path)
+        with writer as f:
+            f.write(data)
+
+    call("append", append)
+
+
+def list_names(url: str) -> list[str]:
+    """Names of the entries of the directory ``url`` (empty if it does not exist)."""
+    call, client, path = _job(url)
+    try:
+        return [s.path.rstrip("/").rsplit("/", 1)[-1] for s in call("list", lambda: list(client.list_status(path)))]
+    except FileNotFoundError:
+        return []
+
+
+def rename(src: str, dst: str) -> None:
+    call, client, path = _job(src)
+    call("rename", client.rename, path, _split(dst)[1])
+
+
+def delete(url: str) -> None:
+    """Remove ``url`` (recursively) if it exists."""
+    call, client, path = _job(url)
+    if exists(url):
+        call("delete", client.delete, path, True)
+
+
+def publish(write, url: str) -> None:
+    """``write(staged_url)`` (e.g. TensorFlow saving a SavedModel over hdfs://) next to ``url``
+    under a temporary name, then one rename to ``url``: readers see no SavedModel or a complete
+    one. Refuses to replace an existing ``url``; a failed write leaves no staged directory."""
+    if exists(url):
+        raise FileExistsError(f"{url} exists already: the export is not overwritten")
+    tmp_url = f"{url.rstrip('/')}.tmp-{uuid.uuid4().hex[:8]}"
+    try:
+        write(tmp_url)
+        rename(tmp_url, url)
+    except BaseException:
+        delete(tmp_url)
+        raise
+
+
+def upload_dir(local: str, url: str) -> None:
+    """Copy the tree ``local`` to ``url`` (which must not exist)."""
+    call, client, path = _job(url)
+
+    def upload():
+        client.mkdirs(path, create_parent=True)
+        for folder, _, files in os.walk(local):
+            rel = os.path.relpath(folder, local)
+            target = path if rel == "." else f"{path}/{rel}"
+            client.mkdirs(target, create_parent=True)
+            for name in files:
+                with open(os.path.join(folder, name), "rb") as src, client.create(f"{target}/{name}") as dst:
+                    while chunk := src.read(1 << 22):
+                        dst.write(chunk)
+
+    call("upload", upload)
+
+
+def download_dir(url: str, local: str) -> None:
+    """Copy the tree at ``url`` into the local folder ``local``."""
+    call, client, path = _job(url)
+    for status in call("list", lambda: list(client.list_status(path))):
+        name = status.path.rsplit("/", 1)[-1]
+        dest = os.path.join(local, name)
+        if status.isdir:
+            os.makedirs(dest, exist_ok=True)
+            download_dir(f"{url.rstrip('/')}/{name}", dest)
+        else:
+            os.makedirs(local, exist_ok=True)
+            with open(dest, "wb") as dst:
+                dst.write(read_bytes(f"{url.rstrip('/')}/{name}"))

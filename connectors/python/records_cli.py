@@ -309,6 +309,7 @@ def _count(args) -> int:
 
 def _schema(args) -> int:
     from tfhadoop.connectors import arrow as ar
+    from tfhadoop.connectors import dataset
     from tfhadoop.connectors.errors import TFRecordError
     from tfhadoop.connectors.example import ExampleDecodeError
 
@@ -339,7 +340,7 @@ def _schema(args) -> int:
             {"name": f.name, "type": str(f.type), "nullable": f.nullable}
             for f in schema
         ],
-        "parse_spec": ar.feature_spec(schema, kind),
+        "parse_spec": dataset.parse_spec(schema, kind),
     }
     print(json.dumps(doc, indent=2))
     _report_skips(stats)

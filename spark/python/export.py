@@ -32,12 +32,12 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
+from tfhadoop.connectors import dataset
+from tfhadoop.connectors.dataset import COMPRESSION_SUFFIX, MANIFEST
 from tfhadoop.errors import CommandError
 
 log = logging.getLogger(__name__)
 
-MANIFEST = "_tfhadoop.json"
-COMPRESSION_SUFFIX = {"gzip": ".gz", "zlib": ".zlib", "none": ""}
 HASH_BUCKETS = 1_000_000
 
 
@@ -302,7 +302,7 @@ def run_export(spark, opts: ExportOptions, manifest_extra: dict | None = None) -
             raise CommandError("the export produced no records: the input is empty (nothing written)")
         manifest = _manifest(opts, source, profile, files, split_info, time.monotonic() - t0, exact, original_schema)
         manifest.update(manifest_extra or {})
-        _write_text(out, spark._jvm.org.apache.hadoop.fs.Path(staging, MANIFEST), json.dumps(manifest, indent=2))
+        _write_text(out, spark._jvm.org.apache.hadoop.fs.Path(staging, MANIFEST), dataset.dumps(manifest))
         out.fs.create(spark._jvm.org.apache.hadoop.fs.Path(staging, "_SUCCESS"), True).close()
         if out.fs.exists(out.root):
             out.fs.delete(out.root, True)
@@ -442,15 +442,15 @@ def arrow_schema(profile, partition_by=None, record_type="Example"):
         TimestampType,
     )
 
-    def leaf(t):
+    def leaf(t):  # the feature kind the data source writes a Spark type as
         if isinstance(t, (LongType, IntegerType, ShortType, ByteType, BooleanType, DateType, TimestampType)):
-            return pa.int64()
+            return dataset.arrow_type(dataset.INT64)
         if isinstance(t, (FloatType, DoubleType, DecimalType)):
-            return pa.float32()
+            return dataset.arrow_type(dataset.FLOAT)
         if isinstance(t, StringType):
-            return pa.string()
+            return pa.string()  # bytes, UTF-8 text
         if isinstance(t, BinaryType):
-            return pa.binary()
+            return dataset.arrow_type(dataset.BYTES)
         raise CommandError(f"column type {t.simpleString()} cannot be exported as a TFRecord feature")
 
     fields = []
@@ -486,11 +486,9 @@ def arrow_schema(profile, partition_by=None, record_type="Example"):
 
 
 def _manifest(opts, source, profile, files, split_info, seconds, exact=None, original_schema=None) -> dict:
-    from tfhadoop.connectors.arrow import feature_spec
-
     exact = exact or {}
     schema = arrow_schema(profile, opts.partition_by, opts.record_type)
-    spec = feature_spec(schema, opts.record_type)
+    spec = dataset.parse_spec(schema, opts.record_type)
     for name, how in exact.items():  # the parse spec says how an exact column is to be read
         for group in spec.values():
             if name in group:
@@ -498,26 +496,20 @@ def _manifest(opts, source, profile, files, split_info, seconds, exact=None, ori
     extra = {"float32_loss": float32_loss(profile), "exact_columns": exact}
     if opts.label:
         extra["label"] = opts.label
-    return {
-        "format": "tfrecord",
-        "version": 1,
-        "record_type": opts.record_type,
-        "compression": opts.compression,
-        "records": sum(f["records"] for f in files),
-        "bytes": sum(f["bytes"] for f in files),
-        "files": files,
-        "splits": split_info,
-        "split_key": opts.split_key,
-        "partition_by": opts.partition_by,
-        "schema": {"spark": json.loads((original_schema or profile["schema"]).json()), "arrow": [
+    return dataset.manifest_doc(
+        opts.record_type, opts.compression, files,
+        splits=split_info,
+        split_key=opts.split_key,
+        partition_by=opts.partition_by,
+        schema={"spark": json.loads((original_schema or profile["schema"]).json()), "arrow": [
             {"name": f.name, "type": str(f.type), "nullable": f.nullable} for f in schema]},
-        "parse_spec": spec,
+        parse_spec=spec,
         **extra,
-        "source": {k: v for k, v in (("table", opts.table), ("query", opts.query), ("input", opts.input),
-                                      ("input_format", opts.input_format if opts.input else None)) if v},
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "export_seconds": round(seconds, 2),
-    }
+        source={k: v for k, v in (("table", opts.table), ("query", opts.query), ("input", opts.input),
+                                  ("input_format", opts.input_format if opts.input else None)) if v},
+        created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        export_seconds=round(seconds, 2),
+    )
 
 
 # -- command line (tfhadoop export, and spark-submit export.py) ------------------------------------

@@ -15,8 +15,9 @@ import json
 import re
 import uuid
 
+from tfhadoop.connectors.dataset import MANIFEST
 from tfhadoop.errors import CommandError
-from tfhadoop.spark.export import MANIFEST, ExportOptions, parse_splits, run_export
+from tfhadoop.spark.export import ExportOptions, parse_splits, run_export
 
 # Leaves whose rows are fixed by the files they read (or by the plan text itself, as a range).
 _PINNED_LEAVES = {"LogicalRelation", "HiveTableRelation", "Range", "OneRowRelation"}

@@ -8,6 +8,7 @@ import pyarrow as pa
 import pytest
 
 from tfhadoop.connectors import arrow as ar
+from tfhadoop.connectors import dataset
 from tfhadoop.connectors.example import decode_example, encode_example, encode_sequence_example
 
 
@@ -66,11 +67,11 @@ def test_tensorflow_parses_with_derived_spec():
     import tensorflow as tf
 
     t = ar.examples_to_table(_records())
-    spec = ar.feature_spec(t.schema)
+    spec = dataset.parse_spec(t.schema)
     json.dumps(spec)  # plain JSON for a manifest
     assert spec["features"]["emb"] == {"type": "FixedLenFeature", "shape": [3], "dtype": "float32"}
     assert spec["features"]["maybe"]["type"] == "VarLenFeature"
-    parsed = tf.io.parse_example(tf.constant(list(ar.table_to_examples(t))), ar.tf_feature_spec(spec))
+    parsed = tf.io.parse_example(tf.constant(list(ar.table_to_examples(t))), dataset.tf_parse_spec(spec))
     assert parsed["id"].numpy().tolist() == t.column("id").to_pylist()
     assert np.allclose(parsed["emb"].numpy(), np.array(t.column("emb").to_pylist(), np.float32))
     assert [v.decode() for v in parsed["name"].numpy()] == t.column("name").to_pylist()
@@ -86,9 +87,9 @@ def test_sequence_examples_to_arrow_and_tensorflow():
     t = ar.examples_to_table(recs, record_type="SequenceExample")
     assert t.column("clicks").to_pylist()[2] == [[1, 2], [2, 2]]
     assert str(t.schema.field("words").type) == "list<item: list<item: string>>"
-    spec = ar.feature_spec(t.schema, "SequenceExample")
+    spec = dataset.parse_spec(t.schema, "SequenceExample")
     assert spec["sequence_features"]["clicks"]["type"] == "FixedLenSequenceFeature"
-    ctx_spec, seq_spec = ar.tf_feature_spec(spec)
+    ctx_spec, seq_spec = dataset.tf_parse_spec(spec)
     for rec, row in zip(ar.table_to_examples(t, "SequenceExample"), t.to_pylist()):
         ctx, seq = tf.io.parse_single_sequence_example(rec, ctx_spec, seq_spec)
         assert ctx["user"].numpy().decode() == row["user"]

@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tfhadoop.connectors import arrow as ar
+from tfhadoop.connectors import dataset
 from tfhadoop.connectors import example_proto as pb
 from tfhadoop.connectors.example import ExampleDecodeError, encode_example, encode_sequence_example
 
@@ -73,7 +74,7 @@ def test_native_equals_tensorflow_parse_example(case):
 
     schema, records = case
     table = ar.examples_to_table(records, schema)
-    parsed = tf.io.parse_example(tf.constant(records), ar.tf_feature_spec(ar.feature_spec(schema)))
+    parsed = tf.io.parse_example(tf.constant(records), dataset.tf_parse_spec(dataset.parse_spec(schema)))
     for field in schema:
         got = table.column(field.name).to_pylist()
         t = parsed[field.name]
@@ -125,7 +126,7 @@ def test_sequence_examples_against_tensorflow():
 
     recs = [encode_sequence_example({"user": [b"u%d" % i]}, {"clicks": [[1, i], [2, i]], "words": [[b"a"] * i, [b"b"]]}) for i in range(4)]
     t = ar.examples_to_table(recs, record_type="SequenceExample")
-    ctx_spec, seq_spec = ar.tf_feature_spec(ar.feature_spec(t.schema, "SequenceExample"))
+    ctx_spec, seq_spec = dataset.tf_parse_spec(dataset.parse_spec(t.schema, "SequenceExample"))
     for rec, row in zip(recs, t.to_pylist()):
         ctx, seq = tf.io.parse_single_sequence_example(rec, ctx_spec, seq_spec)
         assert ctx["user"].numpy().decode() == row["user"]

@@ -12,6 +12,7 @@ import pytest
 
 from tfhadoop.cli import main
 from tfhadoop.connectors import arrow as ar
+from tfhadoop.connectors import dataset
 from tfhadoop.connectors.errors import TFRecordError
 from tfhadoop.connectors.example import encode_example
 from tfhadoop.connectors.tfrecord import encode_record, write_records
@@ -163,7 +164,7 @@ def test_records_schema_streams_many_files(tmp_path, capsys, monkeypatch):
     want = ar.infer_schema(every)
     assert doc["records"] == len(every) and doc["files"] == 7
     assert doc["arrow_schema"] == [{"name": f.name, "type": str(f.type), "nullable": f.nullable} for f in want]
-    assert doc["parse_spec"] == ar.feature_spec(want)
+    assert doc["parse_spec"] == dataset.parse_spec(want)
     assert main(["records", "schema", d, "-n", "10"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["records"] == 10 and [f["nullable"] for f in doc["arrow_schema"]] == [False] * 4

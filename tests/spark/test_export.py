@@ -67,7 +67,7 @@ def _listing(hadoop_cluster, out: str) -> list[str]:
 def test_export_hive_table_with_splits_reads_back_in_tensorflow(spark, hadoop_cluster, features_table, tmp_path):
     import tensorflow as tf
 
-    from tfhadoop.connectors.arrow import tf_feature_spec
+    from tfhadoop.connectors.dataset import tf_parse_spec
 
     out = hadoop_cluster.hdfs_url(f"/datasets/{features_table}")
     manifest = run_export(spark, ExportOptions(output=out, table=features_table, shards=10,
@@ -97,7 +97,7 @@ def test_export_hive_table_with_splits_reads_back_in_tensorflow(spark, hadoop_cl
         assert os.path.getsize(f) == entry["bytes"]
         assert sum(1 for _ in tf.data.TFRecordDataset(f, compression_type="GZIP")) == entry["records"]
     parsed = tf.io.parse_example(
-        tf.stack(list(tf.data.TFRecordDataset(files, compression_type="GZIP"))), tf_feature_spec(manifest["parse_spec"]))
+        tf.stack(list(tf.data.TFRecordDataset(files, compression_type="GZIP"))), tf_parse_spec(manifest["parse_spec"]))
     got = {int(i): k for k, i in enumerate(parsed["id"].numpy())}
     assert sorted(got) == list(range(ROWS))
     rows = {r.id: r for r in spark.table(features_table).collect()}
@@ -230,7 +230,7 @@ def test_export_vector_assembler_output_float32_loss_and_exact_columns(spark, ha
     import tensorflow as tf
     from pyspark.ml.feature import VectorAssembler
 
-    from tfhadoop.connectors.arrow import tf_feature_spec
+    from tfhadoop.connectors.dataset import tf_parse_spec
 
     base = spark.range(200).selectExpr(
         "id", "cast(id as double) * 0.5 as a", "cast(id % 7 as double) as b", "cast(id % 2 as bigint) as label",
@@ -254,7 +254,7 @@ def test_export_vector_assembler_output_float32_loss_and_exact_columns(spark, ha
     assert loss["n"]["changed"] > 0 and loss["dec"]["changed"] > 0
     files = [_download(hadoop_cluster, out, f["path"], tmp_path) for f in manifest["files"]]
     parsed = tf.io.parse_example(tf.stack(list(tf.data.TFRecordDataset(files, compression_type="GZIP"))),
-                                 tf_feature_spec(manifest["parse_spec"]))
+                                 tf_parse_spec(manifest["parse_spec"]))
     for i, v in zip(parsed["id"].numpy(), parsed["features"].numpy()):
         assert list(v) == [i * 0.5, i % 7]
     # exactly: n (decimal scale 0) and big (integral doubles) as int64, dec as decimal text
@@ -267,7 +267,7 @@ def test_export_vector_assembler_output_float32_loss_and_exact_columns(spark, ha
     assert "big" not in m2["float32_loss"] and "dec" not in m2["float32_loss"]
     files = [_download(hadoop_cluster, out2, f["path"], tmp_path) for f in m2["files"]]
     parsed = tf.io.parse_example(tf.stack(list(tf.data.TFRecordDataset(files, compression_type="GZIP"))),
-                                 tf_feature_spec(m2["parse_spec"]))
+                                 tf_parse_spec(m2["parse_spec"]))
     rows = {r.id: r for r in df.collect()}
     for k, i in enumerate(parsed["id"].numpy()):
         r = rows[int(i)]

@@ -47,7 +47,7 @@ def _tfhadoop(*args, timeout=600):
 def test_vector_assembler_output_exports_and_trains(spark, hadoop_cluster, tmp_path):
     from pyspark.ml.feature import VectorAssembler
 
-    from tfhadoop.trainer import hdfs_io
+    from tfhadoop.connectors import hdfs
 
     tag = uuid.uuid4().hex[:6]
     base = spark.range(ROWS, numPartitions=2).selectExpr(
@@ -63,7 +63,7 @@ def test_vector_assembler_output_exports_and_trains(spark, hadoop_cluster, tmp_p
     exp = _tfhadoop("export", "--input", src, "--output", data, "--shards", "4", "--split", "train=0.8,eval=0.2",
                     "--label", "y")
     assert exp.returncode == 0, (exp.stdout + exp.stderr)[-4000:]
-    manifest = json.loads(hdfs_io.read_bytes(f"{data}/_tfhadoop.json"))
+    manifest = json.loads(hdfs.read_bytes(f"{data}/_tfhadoop.json"))
     assert manifest["parse_spec"]["features"]["features"] == {"type": "FixedLenFeature", "shape": [4],
                                                               "dtype": "float32"}
 
@@ -80,14 +80,14 @@ def test_vector_assembler_output_exports_and_trains(spark, hadoop_cluster, tmp_p
     proc = _tfhadoop("train", "--model", "vector_models:vector_linear", "--epochs", "3", *common)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
     assert "training SUCCEEDED" in proc.stdout
-    metrics = json.loads(hdfs_io.read_bytes(f"{run}/ckpt/metrics.json"))
+    metrics = json.loads(hdfs.read_bytes(f"{run}/ckpt/metrics.json"))
     assert sum(e["examples"] for e in metrics["epochs"]) == 3 * manifest["splits"]["train"]["records"]
     ys = np.array([r.y for r in rows], dtype=np.float32)
     constant = float(np.mean((ys - ys.mean()) ** 2))
     assert metrics["eval"]["loss"] < 0.05 * constant, (metrics["eval"], constant)
 
     # The exported model takes the vector as it is: a [None, 4] float32 input, and predicts y from it.
-    hdfs_io.download_dir(f"{run}/model", str(tmp_path / "model"))
+    hdfs.download_dir(f"{run}/model", str(tmp_path / "model"))
     os.environ["TF_USE_LEGACY_KERAS"] = "1"
     import tf_keras
 

@@ -73,12 +73,12 @@ def test_training_done_by_epochs_or_steps():
 
 
 class LocalHdfs:
-    """hdfs_io's functions over a local directory (URLs are paths here)."""
+    """hdfs's functions over a local directory (URLs are paths here)."""
 
     def __init__(self, monkeypatch):
         import shutil
 
-        from tfhadoop.trainer import hdfs_io
+        from tfhadoop.connectors import hdfs
 
         def upload_dir(local, url):
             shutil.copytree(local, url)
@@ -97,7 +97,7 @@ class LocalHdfs:
                          "download_dir": lambda url, local: shutil.copytree(url, local),
                          "delete": lambda url: shutil.rmtree(url, ignore_errors=True), "rename": os.rename,
                          "list_names": lambda url: os.listdir(url) if os.path.isdir(url) else []}.items():
-            monkeypatch.setattr(hdfs_io, name, fn)
+            monkeypatch.setattr(hdfs, name, fn)
 
 
 class FakeTfCheckpoint:
@@ -169,7 +169,7 @@ def test_tensorflow_writes_checkpoints_events_and_the_export_straight_to_hdfs(ha
     import tensorflow as tf
 
     import tfhadoop.tfhdfs  # noqa: F401
-    from tfhadoop.trainer import hdfs_io
+    from tfhadoop.connectors import hdfs
     from tfhadoop.trainer.checkpoints import HdfsCheckpoints
     from tfhadoop.trainer.summaries import Summaries
 
@@ -179,9 +179,9 @@ def test_tensorflow_writes_checkpoints_events_and_the_export_straight_to_hdfs(ha
     for step in (1, 2, 3):
         v.assign([float(step), -float(step)])
         store.save({"steps": step})
-    assert sorted(n for n in hdfs_io.list_names(url) if not n.startswith("ckpt-")) == ["latest"]
-    assert sum(n.startswith("ckpt-") for n in hdfs_io.list_names(url)) == 1
-    hdfs_io.rename(f"{url}/latest", f"{url}/latest.new")  # a save stopped between its two renames
+    assert sorted(n for n in hdfs.list_names(url) if not n.startswith("ckpt-")) == ["latest"]
+    assert sum(n.startswith("ckpt-") for n in hdfs.list_names(url)) == 1
+    hdfs.rename(f"{url}/latest", f"{url}/latest.new")  # a save stopped between its two renames
     v.assign([0.0, 0.0])
     assert store.restore() == {"steps": 3} and v.numpy().tolist() == [3.0, -3.0]
 
@@ -201,15 +201,15 @@ def test_tensorflow_writes_checkpoints_events_and_the_export_straight_to_hdfs(ha
 
     module = tf.Module()
     module.v = v
-    hdfs_io.publish(lambda staged: tf.saved_model.save(module, staged), f"{url}/model")
+    hdfs.publish(lambda staged: tf.saved_model.save(module, staged), f"{url}/model")
     assert tf.saved_model.load(f"{url}/model").v.numpy().tolist() == [3.0, -3.0]
     with pytest.raises(FileExistsError):
-        hdfs_io.publish(lambda staged: tf.saved_model.save(module, staged), f"{url}/model")
+        hdfs.publish(lambda staged: tf.saved_model.save(module, staged), f"{url}/model")
 
     def broken(staged):
         tf.io.gfile.makedirs(staged)
         raise RuntimeError("disk on fire")
 
     with pytest.raises(RuntimeError):
-        hdfs_io.publish(broken, f"{url}/model2")
-    assert not [n for n in hdfs_io.list_names(url) if n.startswith("model2")]  # nothing half-written stays
+        hdfs.publish(broken, f"{url}/model2")
+    assert not [n for n in hdfs.list_names(url) if n.startswith("model2")]  # nothing half-written stays

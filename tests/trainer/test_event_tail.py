@@ -52,19 +52,20 @@ class Shown:
 
 
 def test_long_job_events_tail_is_bounded_and_each_event_is_shown_once(monkeypatch):
-    from tfhadoop.trainer import hdfs_io, jobdir, protocol
+    from tfhadoop.connectors import hdfs
     from tfhadoop.trainer import job as job_mod
+    from tfhadoop.trainer import jobdir, protocol
     from tfhadoop.trainer.master import EventLog
 
     durable = bytearray()
-    monkeypatch.setattr(hdfs_io, "append_bytes", lambda url, data: durable.extend(data))
+    monkeypatch.setattr(hdfs, "append_bytes", lambda url, data: durable.extend(data))
 
     def read_bytes(url):
         if not url.endswith(protocol.EVENTS_FILE):
             raise FileNotFoundError(url)
         return bytes(durable)
 
-    monkeypatch.setattr(hdfs_io, "read_bytes", read_bytes)
+    monkeypatch.setattr(hdfs, "read_bytes", read_bytes)
     monkeypatch.setattr(job_mod.time, "sleep", lambda s: None)
     log = EventLog(FakeApp(), "hdfs://nn/c", "application_1_0001")
     batches = [37] * 100 + [protocol.EVENTS_TAIL + 300] + [41] * 100
@@ -84,10 +85,11 @@ def test_long_job_events_tail_is_bounded_and_each_event_is_shown_once(monkeypatc
 
 
 def test_tail_keeps_to_its_byte_budget(monkeypatch):
-    from tfhadoop.trainer import hdfs_io, protocol
+    from tfhadoop.connectors import hdfs
+    from tfhadoop.trainer import protocol
     from tfhadoop.trainer.master import EventLog
 
-    monkeypatch.setattr(hdfs_io, "append_bytes", lambda *a: None)
+    monkeypatch.setattr(hdfs, "append_bytes", lambda *a: None)
     log = EventLog(FakeApp(), "hdfs://nn/c", "application_1_0001")
     for _ in range(50):
         log.add("coordinator_failed", diagnostics="x" * 100_000)

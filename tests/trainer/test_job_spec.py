@@ -78,8 +78,8 @@ def test_epochs_default_to_one_unless_steps_are_given():
 
 
 def test_packed_environment_reaches_every_container():
+    from tfhadoop.connectors.dataset import Manifest
     from tfhadoop.trainer.job import application_spec
-    from tfhadoop.trainer.manifest import Manifest
 
     job = JobSpec.from_dict({**BASE, "python_archive": "hdfs:///envs/env.tar.gz"})
     assert job.python == "./env/bin/python"
@@ -96,8 +96,8 @@ def test_packed_environment_reaches_every_container():
 def test_model_code_is_shipped_to_every_container(tmp_path):
     import tarfile
 
+    from tfhadoop.connectors.dataset import Manifest
     from tfhadoop.trainer.job import application_spec, pack_python_path
-    from tfhadoop.trainer.manifest import Manifest
 
     src = tmp_path / "code"
     (src / "mypkg" / "__pycache__").mkdir(parents=True)
@@ -117,8 +117,8 @@ def test_model_code_is_shipped_to_every_container(tmp_path):
 
 
 def test_no_dataset_shard_is_localized_into_any_container():
+    from tfhadoop.connectors.dataset import Manifest, ShardFile
     from tfhadoop.trainer.job import application_spec
-    from tfhadoop.trainer.manifest import Manifest, ShardFile
 
     shards = (ShardFile("part-0.tfrecord", 10, 100, "train"), ShardFile("eval/part-0.tfrecord", 5, 50, "eval"))
     spec = application_spec(JobSpec.from_dict(BASE), Manifest("hdfs://nn:8020/d", "none", shards, {}, {}),

@@ -103,7 +103,7 @@ def local_dataset(tmp_path_factory):
 
 
 def _check(dataset, model, **kw):
-    from tfhadoop.trainer.manifest import load
+    from tfhadoop.connectors.dataset import load
     from tfhadoop.trainer.validate import check_model
 
     job = SimpleNamespace(**{"model": f"trainer_test_models:{model}", "python_path": [str(HERE)], "label": "y",

@@ -141,7 +141,7 @@ def _attempt2(tmp_path, monkeypatch, files: dict):
     """A master of attempt 2 whose job directory holds ``files`` (name -> JSON)."""
     from test_train_moved_worker import FakeCoordinator
 
-    from tfhadoop.trainer import hdfs_io
+    from tfhadoop.connectors import hdfs
     from tfhadoop.trainer import master as m
 
     def read_bytes(url):
@@ -152,9 +152,9 @@ def _attempt2(tmp_path, monkeypatch, files: dict):
 
     monkeypatch.setattr(m.subprocess, "Popen", FakeCoordinator)
     monkeypatch.setattr(m.time, "sleep", lambda s: None)
-    monkeypatch.setattr(hdfs_io, "write_bytes", lambda *a, **k: None)
-    monkeypatch.setattr(hdfs_io, "append_bytes", lambda *a, **k: None)
-    monkeypatch.setattr(hdfs_io, "read_bytes", read_bytes)
+    monkeypatch.setattr(hdfs, "write_bytes", lambda *a, **k: None)
+    monkeypatch.setattr(hdfs, "append_bytes", lambda *a, **k: None)
+    monkeypatch.setattr(hdfs, "read_bytes", read_bytes)
     app = FakeApp()
     app.id = "application_1_0001"
     job = {"checkpoint_dir": "hdfs://nn/c", "ps": 1, "workers": 1, "min_workers": 1, "startup_wait": 0, "queue": "q"}
@@ -185,9 +185,9 @@ def test_event_numbers_continue_across_attempts(tmp_path, monkeypatch):
     events = "\n".join(json.dumps({"event": e, "app": "application_1_0001", "seq": i})
                        for i, e in enumerate(["cluster_up", "coordinator_started"]))
     master = _attempt2(tmp_path, monkeypatch, {})
-    from tfhadoop.trainer import hdfs_io
+    from tfhadoop.connectors import hdfs
 
-    monkeypatch.setattr(hdfs_io, "read_bytes", lambda url: events.encode())
+    monkeypatch.setattr(hdfs, "read_bytes", lambda url: events.encode())
     master.events.resume()
     assert master.events.add("am_restarted")["seq"] == 2
 

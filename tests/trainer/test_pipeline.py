@@ -29,9 +29,9 @@ def _local_model(url: str, folder: Path):
     os.environ["TF_USE_LEGACY_KERAS"] = "1"
     import tf_keras
 
-    from tfhadoop.trainer import hdfs_io
+    from tfhadoop.connectors import hdfs
 
-    hdfs_io.download_dir(url, str(folder))
+    hdfs.download_dir(url, str(folder))
     return tf_keras.models.load_model(str(folder))
 
 
@@ -61,14 +61,14 @@ def fitted(spark, hadoop_cluster, features):
 
 @pytest.mark.slow
 def test_fit_then_transform_hive_to_hive(spark, hadoop_cluster, features, fitted, tmp_path):
-    from tfhadoop.trainer import hdfs_io
+    from tfhadoop.connectors import hdfs
 
     model, _, out = fitted
     assert model.app_id.startswith("application_"), out
     assert model.reused_export is False and "exported 1200 records" in out, out
     assert "training SUCCEEDED" in out, out
     assert model.metrics["eval"]["loss"] < 0.5, model.metrics
-    assert hdfs_io.exists(model.event_log) and hdfs_io.exists(f"{model.path}/saved_model.pb")
+    assert hdfs.exists(model.event_log) and hdfs.exists(f"{model.path}/saved_model.pb")
     scored_table = f"scores_{uuid.uuid4().hex[:6]}"
     source = spark.table(features).repartition(6)  # more batches than Python workers: the loads are per process
     scores = model.transform(source)
@@ -90,16 +90,16 @@ def test_fit_of_an_unchanged_table_reuses_its_export(spark, hadoop_cluster, feat
     """The same table and options: the export is reused (seen in fit's output, before the job
     check refuses the existing export dir); a changed table is exported again."""
     from tfhadoop import Trainer
+    from tfhadoop.connectors import hdfs
     from tfhadoop.spark.reuse import export_or_reuse
-    from tfhadoop.trainer import hdfs_io
 
     model, spec, _ = fitted
-    before = hdfs_io.read_bytes(f"{model.dataset}/_tfhadoop.json")
+    before = hdfs.read_bytes(f"{model.dataset}/_tfhadoop.json")
     out = io.StringIO()
     with pytest.raises(ValidationError, match="exists already"):  # nothing trains twice: the export dir is taken
         Trainer(**spec).fit(features, out=out, split="train=0.9,eval=0.1", split_key="id", shards=2)
     assert f"reusing the export in {model.dataset}" in out.getvalue(), out.getvalue()
-    assert hdfs_io.read_bytes(f"{model.dataset}/_tfhadoop.json") == before  # not rewritten
+    assert hdfs.read_bytes(f"{model.dataset}/_tfhadoop.json") == before  # not rewritten
     # Other options: another export. A changed table: the same options export again.
     url, _, reused = export_or_reuse(spark, features, "y", {"shards": 1}, None, hadoop_cluster.default_fs,
                                      "tester", notice=lambda _: None)
@@ -152,7 +152,7 @@ def test_vector_input_and_vector_output_columns(spark, hadoop_cluster, tmp_path)
     from pyspark.ml.feature import VectorAssembler
 
     from tfhadoop import Model
-    from tfhadoop.trainer import hdfs_io
+    from tfhadoop.connectors import hdfs
 
     v = tf_keras.Input((3,), name="v")
     a = tf_keras.Input((), name="a")
@@ -161,7 +161,7 @@ def test_vector_input_and_vector_output_columns(spark, hadoop_cluster, tmp_path)
     keras_model = tf_keras.Model({"v": v, "a": a}, {"emb": h, "score": s})
     keras_model.save(str(tmp_path / "saved"), save_format="tf")
     url = hadoop_cluster.hdfs_url(f"/tmp/pipeline-tests/vec-{uuid.uuid4().hex[:8]}")
-    hdfs_io.upload_dir(str(tmp_path / "saved"), url)
+    hdfs.upload_dir(str(tmp_path / "saved"), url)
     rows = [(i, float(i % 5), float(i % 3), float(i % 7), i * 0.1) for i in range(300)]
     df = spark.createDataFrame(rows, "id int, f1 double, f2 double, f3 double, a double")
     df = VectorAssembler(inputCols=["f1", "f2", "f3"], outputCol="v").transform(df).select("id", "v", "a")

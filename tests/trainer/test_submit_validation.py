@@ -88,12 +88,12 @@ def test_existing_export_dir(hadoop_cluster, small):
 
 
 def _checkpoint_dir(hadoop_cluster, model: str, data: str) -> str:
-    from tfhadoop.trainer import hdfs_io
+    from tfhadoop.connectors import hdfs
 
     ckpt = hadoop_cluster.hdfs_url(f"/tmp/validate-tests/ckpt-{uuid.uuid4().hex[:8]}")
-    hdfs_io.write_bytes(f"{ckpt}/job.json", json.dumps({"model": model, "data": hadoop_cluster.hdfs_url(data),
+    hdfs.write_bytes(f"{ckpt}/job.json", json.dumps({"model": model, "data": hadoop_cluster.hdfs_url(data),
                                                          "label": "y", "app": "application_1_0001"}).encode())
-    hdfs_io.write_bytes(f"{ckpt}/latest/state.json", json.dumps({"epoch": 1, "steps": 30}).encode())
+    hdfs.write_bytes(f"{ckpt}/latest/state.json", json.dumps({"epoch": 1, "steps": 30}).encode())
     return ckpt
 
 

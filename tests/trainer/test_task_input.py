@@ -25,8 +25,8 @@ def _records(task, compression):
 
 @pytest.mark.parametrize("compression", ["none", "gzip"])
 def test_every_task_reads_exactly_its_records(tmp_path, compression):
+    from tfhadoop.connectors import dataset as mf
     from tfhadoop.connectors.tfrecord import read_records
-    from tfhadoop.trainer import manifest as mf
     from tfhadoop.trainer.step import COMPRESSION
     from tfhadoop.trainer.tasks import plan_epoch
 
@@ -48,7 +48,7 @@ def test_every_task_reads_exactly_its_records(tmp_path, compression):
 
 
 def test_an_index_that_does_not_describe_the_shard_is_not_used(tmp_path):
-    from tfhadoop.trainer import manifest as mf
+    from tfhadoop.connectors import dataset as mf
 
     root = str(tmp_path / "ds")
     models.write_dataset(root, train_shards=(300,), eval_records=0, compression="none", index_interval=4096)

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from tfhadoop.trainer import manifest as mf
+from tfhadoop.connectors import dataset as mf
 from tfhadoop.trainer.tasks import EpochLedger, plan_epoch
 
 SPEC = {"features": {"x": {"type": "FixedLenFeature", "shape": [2], "dtype": "float32"},

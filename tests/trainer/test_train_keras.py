@@ -21,7 +21,7 @@ pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
 
 def test_regularizer_and_sample_weights_on_yarn(hadoop_cluster, tmp_path):
-    from tfhadoop.trainer import hdfs_io
+    from tfhadoop.connectors import hdfs
 
     root = hadoop_cluster.hdfs_url(f"/tmp/trainer-tests/keras-{uuid.uuid4().hex[:8]}")
     models.write_dataset(f"{root}/data", weights=True)
@@ -33,10 +33,10 @@ def test_regularizer_and_sample_weights_on_yarn(hadoop_cluster, tmp_path):
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
     assert "training SUCCEEDED" in proc.stdout
-    metrics = json.loads(hdfs_io.read_bytes(f"{root}/ckpt/metrics.json"))
+    metrics = json.loads(hdfs.read_bytes(f"{root}/ckpt/metrics.json"))
     assert [e["examples"] for e in metrics["epochs"]] == [2400, 2400]
 
-    hdfs_io.download_dir(f"{root}/model", str(tmp_path / "model"))
+    hdfs.download_dir(f"{root}/model", str(tmp_path / "model"))
     os.environ["TF_USE_LEGACY_KERAS"] = "1"
     import tf_keras
 

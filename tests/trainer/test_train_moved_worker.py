@@ -137,13 +137,13 @@ class FakeCoordinator:
 
 @pytest.fixture
 def master(tmp_path, monkeypatch):
-    from tfhadoop.trainer import hdfs_io
+    from tfhadoop.connectors import hdfs
     from tfhadoop.trainer import master as m
 
     monkeypatch.setattr(m.subprocess, "Popen", FakeCoordinator)
     monkeypatch.setattr(m.time, "sleep", lambda s: None)
-    monkeypatch.setattr(hdfs_io, "write_bytes", lambda *a, **k: None)
-    monkeypatch.setattr(hdfs_io, "append_bytes", lambda *a, **k: None)
+    monkeypatch.setattr(hdfs, "write_bytes", lambda *a, **k: None)
+    monkeypatch.setattr(hdfs, "append_bytes", lambda *a, **k: None)
     job = {"checkpoint_dir": "hdfs://nn/c", "ps": 1, "workers": 2, "min_workers": 1, "startup_wait": 0, "queue": "q"}
     return m.Master(FakeApp(), job, str(tmp_path))
 
@@ -315,13 +315,13 @@ def test_ps_losses_do_not_consume_the_coordinator_restart_budget(tmp_path, monke
     """Issue 12: coordinators the master stopped for lost PSs are not coordinator failures; with more
     PS losses (within max_ps_restarts) than max_coordinator_restarts, a coordinator failure after
     them is still restarted and the job keeps running."""
-    from tfhadoop.trainer import hdfs_io
+    from tfhadoop.connectors import hdfs
     from tfhadoop.trainer import master as m
 
     monkeypatch.setattr(m.subprocess, "Popen", FakeCoordinator)
     monkeypatch.setattr(m.time, "sleep", lambda s: None)
-    monkeypatch.setattr(hdfs_io, "write_bytes", lambda *a, **k: None)
-    monkeypatch.setattr(hdfs_io, "append_bytes", lambda *a, **k: None)
+    monkeypatch.setattr(hdfs, "write_bytes", lambda *a, **k: None)
+    monkeypatch.setattr(hdfs, "append_bytes", lambda *a, **k: None)
     job = {"checkpoint_dir": "hdfs://nn/c", "ps": 1, "workers": 2, "min_workers": 1, "startup_wait": 0, "queue": "q",
            "max_ps_restarts": 5, "max_coordinator_restarts": 1}
     master = m.Master(FakeApp(), job, str(tmp_path))

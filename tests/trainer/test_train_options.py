@@ -18,7 +18,7 @@ MARK = "tfhadoop-test packed env"
 def packed_env(tmp_path, hadoop_cluster) -> str:
     """A stand-in for a venv-pack archive: ``bin/python`` says it ran, then runs this venv's
     interpreter (containers share this host). Uploaded to HDFS like a real packed env."""
-    from tfhadoop.trainer import hdfs_io
+    from tfhadoop.connectors import hdfs
 
     script = tmp_path / "python"
     script.write_text(f'#!/bin/sh\necho "{MARK}: $0" >&2\nexec {sys.executable} "$@"\n')
@@ -27,12 +27,12 @@ def packed_env(tmp_path, hadoop_cluster) -> str:
     with tarfile.open(archive, "w:gz") as tar:
         tar.add(script, arcname="bin/python")
     url = hadoop_cluster.hdfs_url(f"/tmp/trainer-tests/env-{uuid.uuid4().hex[:8]}.tar.gz")
-    hdfs_io.write_bytes(url, archive.read_bytes())
+    hdfs.write_bytes(url, archive.read_bytes())
     return url
 
 
 def test_step_budget_checkpoint_steps_packed_env_and_role_logs(hadoop_cluster, dataset, tmp_path):
-    from tfhadoop.trainer import hdfs_io
+    from tfhadoop.connectors import hdfs
 
     # Tasks of 300 records at batch 32 are 10 steps: 47 steps = 4 whole tasks + 7 batches of the
     # 5th; checkpoints every 20 steps with waves of 1 task: at steps 20 and 40, and at the end.
@@ -43,8 +43,7 @@ def test_step_budget_checkpoint_steps_packed_env_and_role_logs(hadoop_cluster, d
     metrics = _metrics(run)
     assert metrics["steps"] == 47
     assert [e["examples"] for e in metrics["epochs"]] == [4 * 300 + 7 * 32]
-    client, path = hdfs_io._client(f"{run}/ckpt")
-    names = [s.path.rsplit("/", 1)[-1] for s in client.list_status(path)]
+    names = hdfs.list_names(f"{run}/ckpt")
     assert "latest" in names
     assert sum(n.startswith("ckpt-") for n in names) == 2, names  # three saves: latest + two before it
     assert _events(run)[-1]["status"] == "SUCCEEDED"

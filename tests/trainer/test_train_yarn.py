@@ -45,9 +45,9 @@ def tensorboard_scalars(url, local) -> dict:
     """{run ("train"/"eval"): {tag: [(step, value), ...]}} from the event files under ``url``."""
     import tensorflow as tf
 
-    from tfhadoop.trainer import hdfs_io
+    from tfhadoop.connectors import hdfs
 
-    hdfs_io.download_dir(url, str(local))
+    hdfs.download_dir(url, str(local))
     out = {}
     for path in sorted(Path(local).rglob("events.out.tfevents.*")):
         for event in tf.compat.v1.train.summary_iterator(str(path)):
@@ -58,24 +58,24 @@ def tensorboard_scalars(url, local) -> dict:
 
 
 def _events(run):
-    from tfhadoop.trainer import hdfs_io
+    from tfhadoop.connectors import hdfs
 
-    return [json.loads(line) for line in hdfs_io.read_bytes(f"{run}/ckpt/events.jsonl").decode().splitlines()]
+    return [json.loads(line) for line in hdfs.read_bytes(f"{run}/ckpt/events.jsonl").decode().splitlines()]
 
 
 def _samples(run):
-    from tfhadoop.trainer import hdfs_io
+    from tfhadoop.connectors import hdfs
 
     try:
-        return hdfs_io.read_bytes(f"{run}/ckpt/progress.jsonl").decode().splitlines()
+        return hdfs.read_bytes(f"{run}/ckpt/progress.jsonl").decode().splitlines()
     except FileNotFoundError:
         return []
 
 
 def _metrics(run):
-    from tfhadoop.trainer import hdfs_io
+    from tfhadoop.connectors import hdfs
 
-    return json.loads(hdfs_io.read_bytes(f"{run}/ckpt/metrics.json"))
+    return json.loads(hdfs.read_bytes(f"{run}/ckpt/metrics.json"))
 
 
 def test_two_workers_one_ps_train_export_and_predict(hadoop_cluster, dataset, tmp_path):
@@ -91,9 +91,9 @@ def test_two_workers_one_ps_train_export_and_predict(hadoop_cluster, dataset, tm
     assert "client log: " in proc.stdout
     metrics = _metrics(run)
     assert [e["examples"] for e in metrics["epochs"]] == [2400, 2400]
-    from tfhadoop.trainer import hdfs_io
+    from tfhadoop.connectors import hdfs
 
-    hdfs_io.download_dir(f"{run}/model", str(tmp_path / "model"))
+    hdfs.download_dir(f"{run}/model", str(tmp_path / "model"))
     os.environ["TF_USE_LEGACY_KERAS"] = "1"
     import tf_keras
 
@@ -134,11 +134,41 @@ def _wait(predicate, timeout, what):
     return wait_for(predicate, timeout, what, interval=1)
 
 
+def _diagnosis(hadoop_cluster, run) -> str:
+    """What a timed-out wait reports: the job's events, the cluster's live applications and their
+    containers, and the tail of every container log of the embedded cluster's NodeManagers."""
+    import skein
+
+    parts = []
+    try:
+        parts.append("events:\n" + "\n".join(json.dumps(e) for e in _events(run)))
+    except Exception as e:  # noqa: BLE001 - not written yet is itself the answer
+        parts.append(f"events: {e!r}")
+    with skein.Client() as client:
+        for app in client.get_applications(states=["SUBMITTED", "ACCEPTED", "RUNNING"]):
+            parts.append(f"application {app.id} {app.name} {app.state} queue={app.queue} "
+                         f"usage={app.usage}")
+    if hadoop_cluster.state_dir is not None:
+        logs = sorted((p for p in hadoop_cluster.state_dir.glob("target/**/container_*/*") if p.is_file()),
+                      key=lambda p: p.stat().st_mtime)[-12:]
+        for f in logs:
+            parts.append(f"--- {f.parent.parent.name}/{f.parent.name}/{f.name}\n"
+                         + f.read_text(errors="replace")[-2500:])
+    return "\n".join(parts)
+
+
+def _wait_epochs(hadoop_cluster, run, proc, epochs: int, timeout: float = 300):
+    """Wait until the job has checkpointed ``epochs`` epochs (or ended), saying why if it does not."""
+    wait_for(lambda: (_state_epoch(run) or 0) >= epochs or proc.poll() is not None, timeout,
+             f"{epochs} epochs", interval=1, diagnose=lambda: _diagnosis(hadoop_cluster, run))
+    assert proc.poll() is None, proc.communicate()[1][-3000:]
+
+
 def _state_epoch(run):
-    from tfhadoop.trainer import hdfs_io
+    from tfhadoop.connectors import hdfs
 
     try:
-        return json.loads(hdfs_io.read_bytes(f"{run}/ckpt/latest/state.json"))["epoch"]
+        return json.loads(hdfs.read_bytes(f"{run}/ckpt/latest/state.json"))["epoch"]
     except Exception:  # noqa: BLE001 - not written yet
         return None
 
@@ -150,15 +180,17 @@ def _lost_events(run):
         return []
 
 
-def _hog(client, name: str, queue: str, instances: int, memory: int):
-    """A YARN application that holds ``instances`` containers of ``memory`` MiB in ``queue``
-    (sleeping) until shut down: to take resources from the trainer or leave it too few."""
+def _hog(client, name: str, queue: str, instances: int, memory: int, gpus: int = 0):
+    """A YARN application that holds ``instances`` containers of ``memory`` MiB (and ``gpus``
+    yarn.io/gpu each) in ``queue`` (sleeping) until shut down: to take resources from the trainer
+    or leave it too few."""
     import skein
 
     return client.submit_and_connect(skein.ApplicationSpec(
         name=name, queue=queue, max_attempts=1,
         master=skein.Master(resources=skein.Resources(memory=256, vcores=1)),
-        services={"task": skein.Service(instances=instances, resources=skein.Resources(memory=memory, vcores=1),
+        services={"task": skein.Service(instances=instances,
+                                        resources=skein.Resources(memory=memory, vcores=1, gpus=gpus),
                                         script="sleep 600")}))
 
 
@@ -173,8 +205,7 @@ def test_preempted_worker_is_replaced_and_rejoins_without_restart(hadoop_cluster
                               "--worker-memory", "5g"])
     urgent = None
     try:
-        _wait(lambda: (_state_epoch(run) or 0) >= 2 or proc.poll() is not None, 300, "two epochs")
-        assert proc.poll() is None, proc.communicate()[1][-3000:]
+        _wait_epochs(hadoop_cluster, run, proc, 2)
         with skein.Client() as client:
             urgent = _hog(client, "urgent", queue="urgent", instances=3, memory=2048)
             lost = _wait(lambda: _lost_events(run), 120, "a preempted container")
@@ -221,8 +252,7 @@ def test_killed_parameter_server_resumes_from_checkpoint(hadoop_cluster, dataset
                        extra=["--workers", "2", "--epochs", str(epochs)])
     try:
         app_id = _app_id(proc)
-        _wait(lambda: (_state_epoch(run) or 0) >= 2 or proc.poll() is not None, 300, "two epochs")
-        assert proc.poll() is None
+        _wait_epochs(hadoop_cluster, run, proc, 2)
         with skein.Client() as client:
             app = client.connect(app_id)
             ps = [c for c in app.get_containers(services=["ps"]) if str(c.state) == "RUNNING"]
@@ -246,20 +276,22 @@ def test_killed_parameter_server_resumes_from_checkpoint(hadoop_cluster, dataset
 def test_starts_with_min_workers_then_scales_up(hadoop_cluster, dataset):
     import skein
 
-    # A filler of 2 x 4 GB in `default` leaves room for the master (2 GB), the PS (1 GB) and ONE
-    # 3 GB worker: the job starts with --min-workers 1 and takes the second worker when the
-    # filler goes away.
+    # A filler holding 3 of the cluster's 4 GPUs (2 per NodeManager) leaves ONE GPU for the
+    # workers (1 GPU each): the job starts with --min-workers 1 and takes the second worker when
+    # the filler goes away. GPUs, not memory: the free GPU's node has memory for a worker wherever
+    # the scheduler puts the master and the PS. The memory filler used before (2 x 4 GB) could
+    # leave under 3 GB free on each node, depending on where the scheduler placed the filler's AM,
+    # the master and the PS, so no 3 GB worker fit anywhere: a placement-dependent timeout.
     epochs = 30
     with skein.Client() as client:
-        filler = _hog(client, "filler", queue="default", instances=2, memory=4096)
+        filler = _hog(client, "filler", queue="default", instances=3, memory=512, gpus=1)
     try:
-        _wait(lambda: len(filler.get_containers(states=["RUNNING"])) == 2, 120, "the filler's containers")
+        _wait(lambda: len(filler.get_containers(states=["RUNNING"])) == 3, 120, "the filler's containers")
         run, proc = _train(hadoop_cluster, dataset, background=True,
-                           extra=["--workers", "2", "--min-workers", "1", "--worker-memory", "3g",
+                           extra=["--workers", "2", "--min-workers", "1", "--worker-gpus", "1",
                                   "--startup-wait", "20", "--epochs", str(epochs)])
         try:
-            _wait(lambda: (_state_epoch(run) or 0) >= 2 or proc.poll() is not None, 300, "two epochs")
-            assert proc.poll() is None, proc.communicate()[1][-3000:]
+            _wait_epochs(hadoop_cluster, run, proc, 2)
             filler.shutdown()
             filler = None
             out, err = proc.communicate(timeout=900)
@@ -304,7 +336,7 @@ def test_unsplit_dataset_status_follow_kill_and_jobs(hadoop_cluster, tmp_path):
     """A dataset exported without --split, named in the README's hdfs:///path form: the job trains
     on every record (one notice says there is no eval split); status/follow/kill/jobs of the
     running, then the killed job, the finished one read from its job directory."""
-    from tfhadoop.trainer import hdfs_io
+    from tfhadoop.connectors import hdfs
 
     path = f"/tmp/trainer-tests/unsplit-{uuid.uuid4().hex[:8]}"
     models.write_dataset(hadoop_cluster.hdfs_url(path), split=False)
@@ -314,7 +346,7 @@ def test_unsplit_dataset_status_follow_kill_and_jobs(hadoop_cluster, tmp_path):
     app_id = next(line.split()[1] for line in proc.stdout.splitlines() if line.startswith("application "))
     tfh = [sys.executable, "-m", "tfhadoop"]
     _wait(lambda: (_state_epoch(run) or 0) >= 1, 300, "one epoch")
-    state = json.loads(hdfs_io.read_bytes(f"{run}/ckpt/latest/state.json"))
+    state = json.loads(hdfs.read_bytes(f"{run}/ckpt/latest/state.json"))
     assert state["history"][0]["examples"] == 2400  # every record of the unsplit dataset
     status = subprocess.run([*tfh, "status", app_id], capture_output=True, text=True, timeout=120)
     assert status.returncode == 0 and f"{app_id} tfhadoop-train RUNNING" in status.stdout, status.stderr[-2000:]

@@ -2,7 +2,6 @@
 the job's python_path, by the YARN containers (so not named test_*)."""
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 
@@ -47,9 +46,9 @@ def write_dataset(url: str, train_shards=(600, 600, 600, 600), eval_records=400,
     ``url`` on HDFS (or written to the local folder ``url``). ``split=False``: as exported
     without ``--split`` (no split names, no eval shard). ``weights``: a float column ``w``
     (:func:`example_weights`) to train with ``--sample-weight w``. Returns the manifest."""
+    from tfhadoop.connectors import dataset, hdfs
     from tfhadoop.connectors.example import encode_example
     from tfhadoop.connectors.tfrecord import write_records
-    from tfhadoop.trainer import hdfs_io
 
     local = tempfile.mkdtemp(prefix="trainer-dataset-")
     ext = {"gzip": ".tfrecord.gz", "zlib": ".tfrecord.zz", "none": ".tfrecord"}[compression]
@@ -72,13 +71,13 @@ def write_dataset(url: str, train_shards=(600, 600, 600, 600), eval_records=400,
         s = splits.setdefault(f["split"] or "all", {"records": 0, "files": []})
         s["records"] += f["records"]
         s["files"].append(f["path"])
-    manifest = {"format": "tfrecord", "record_type": "Example", "compression": compression, "files": files,
-                "splits": splits, "schema": {}, "parse_spec": WEIGHTED_SPEC if weights else SPEC, "source": {"test": True}, "created": "test"}
-    with open(os.path.join(local, "_tfhadoop.json"), "w") as f:
-        json.dump(manifest, f)
+    manifest = dataset.manifest_doc("Example", compression, files, splits=splits, schema={},
+                                    parse_spec=WEIGHTED_SPEC if weights else SPEC, source={"test": True}, created="test")
+    with open(os.path.join(local, dataset.MANIFEST), "w") as f:
+        f.write(dataset.dumps(manifest))
     open(os.path.join(local, "_SUCCESS"), "w").close()
     if url.startswith("hdfs://"):
-        hdfs_io.upload_dir(local, url)
+        hdfs.upload_dir(local, url)
     else:
         import shutil
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import time
 
-from tfhadoop.trainer import hdfs_io
+from tfhadoop.connectors import hdfs
 
 
 class CheckpointPolicy:
@@ -56,30 +56,30 @@ class HdfsCheckpoints:
         name = self.restorable()
         if name is None:
             return None
-        state = json.loads(hdfs_io.read_bytes(f"{self.url}/{name}/state.json"))
+        state = json.loads(hdfs.read_bytes(f"{self.url}/{name}/state.json"))
         self.ckpt.restore(f"{self.url}/{name}/ckpt").expect_partial()
         return state
 
     def restorable(self) -> str | None:
         """``latest``; or ``latest.new`` when a save stopped between its renames (then it is
         complete: it was written before ``latest`` moved away); None before the first save."""
-        if hdfs_io.exists(f"{self.url}/latest/state.json"):
+        if hdfs.exists(f"{self.url}/latest/state.json"):
             return "latest"
-        if not hdfs_io.exists(f"{self.url}/latest") and hdfs_io.exists(f"{self.url}/latest.new/state.json"):
+        if not hdfs.exists(f"{self.url}/latest") and hdfs.exists(f"{self.url}/latest.new/state.json"):
             return "latest.new"
         return None
 
     def save(self, state: dict) -> None:
         staged, latest = f"{self.url}/latest.new", f"{self.url}/latest"
-        if not hdfs_io.exists(latest) and hdfs_io.exists(f"{staged}/state.json"):
-            hdfs_io.rename(staged, latest)  # finish a save that stopped between its renames
-        hdfs_io.delete(staged)
+        if not hdfs.exists(latest) and hdfs.exists(f"{staged}/state.json"):
+            hdfs.rename(staged, latest)  # finish a save that stopped between its renames
+        hdfs.delete(staged)
         self.ckpt.write(f"{staged}/ckpt")  # TensorFlow writes hdfs:// itself (tfhdfs plugin)
         # state.json goes last (written whole, by a rename): a directory that has it is complete.
-        hdfs_io.write_bytes(f"{staged}/state.json", json.dumps(state).encode())
-        if hdfs_io.exists(latest):
-            hdfs_io.rename(latest, f"{self.url}/ckpt-{time.time_ns()}")
-        hdfs_io.rename(staged, latest)
-        history = sorted(n for n in hdfs_io.list_names(self.url) if n.startswith("ckpt-"))
+        hdfs.write_bytes(f"{staged}/state.json", json.dumps(state).encode())
+        if hdfs.exists(latest):
+            hdfs.rename(latest, f"{self.url}/ckpt-{time.time_ns()}")
+        hdfs.rename(staged, latest)
+        history = sorted(n for n in hdfs.list_names(self.url) if n.startswith("ckpt-"))
         for name in history[:max(len(history) - (self.keep - 1), 0)]:
-            hdfs_io.delete(f"{self.url}/{name}")
+            hdfs.delete(f"{self.url}/{name}")

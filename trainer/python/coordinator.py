@@ -201,10 +201,10 @@ class ClosureSize:
 def run(job: dict, cluster: dict, work: str, app=None) -> dict:
     import tensorflow as tf
 
-    from tfhadoop.trainer import hdfs_io
+    from tfhadoop.connectors import hdfs
+    from tfhadoop.connectors.dataset import load as load_manifest
+    from tfhadoop.connectors.dataset import load_indexes
     from tfhadoop.trainer.checkpoints import CheckpointPolicy, HdfsCheckpoints
-    from tfhadoop.trainer.manifest import load as load_manifest
-    from tfhadoop.trainer.manifest import load_indexes
     from tfhadoop.trainer.step import build_task_fn, parse_fn
     from tfhadoop.trainer.summaries import Summaries
     from tfhadoop.trainer.tasks import EpochLedger, plan_epoch
@@ -353,7 +353,7 @@ def run(job: dict, cluster: dict, work: str, app=None) -> dict:
                "steps": state["steps"], "steps_per_execution": size.steps,
                "rejoins": rejoin_watch.rejoins, "app": getattr(app, "id", None)}
     if eval_split and manifest.split(eval_split):
-        from tfhadoop.trainer.manifest import shard_url
+        from tfhadoop.connectors.dataset import shard_url
         from tfhadoop.trainer.step import COMPRESSION, model_inputs
 
         parse = parse_fn(manifest.parse_spec, job["label"], job["sample_weight"])
@@ -363,9 +363,9 @@ def run(job: dict, cluster: dict, work: str, app=None) -> dict:
         values = plain.evaluate(ds, verbose=0, return_dict=True)
         metrics["eval"] = {k: float(v) for k, v in values.items()}
         summaries.scalars("eval", state["steps"], metrics["eval"])
-    hdfs_io.publish(lambda staged: plain.save(staged, save_format="tf"), job["export_dir"])
+    hdfs.publish(lambda staged: plain.save(staged, save_format="tf"), job["export_dir"])
     summaries.close()
-    hdfs_io.write_bytes(protocol.job_file(ckpt_url, protocol.METRICS_FILE), json.dumps(metrics, indent=1).encode())
+    hdfs.write_bytes(protocol.job_file(ckpt_url, protocol.METRICS_FILE), json.dumps(metrics, indent=1).encode())
     progress.put(protocol.KV_METRICS, metrics)
     return metrics
 

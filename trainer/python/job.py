@@ -233,10 +233,11 @@ def submit(job: JobSpec, client=None, validate_model: bool = True, notice=print,
 def record_submission(conf, app_id: str, job: JobSpec) -> None:
     """The job's spec in its directory (what a later run of the same directory must match to
     resume) and the user's registry entry (how ``status``/``follow`` find the directory)."""
-    from tfhadoop.trainer import hdfs_io, jobdir
+    from tfhadoop.connectors import hdfs
+    from tfhadoop.trainer import jobdir
 
     spec = {**asdict(job), "app": app_id}
-    hdfs_io.write_bytes(protocol.job_file(job.checkpoint_dir, protocol.JOB_FILE), json.dumps(spec).encode())
+    hdfs.write_bytes(protocol.job_file(job.checkpoint_dir, protocol.JOB_FILE), json.dumps(spec).encode())
     jobdir.register(conf.default_fs, app_id, asdict(job))
 
 

@@ -6,19 +6,20 @@ from __future__ import annotations
 import json
 import time
 
-from tfhadoop.trainer import hdfs_io, protocol
+from tfhadoop.connectors import hdfs
+from tfhadoop.trainer import protocol
 
 
 def register(default_fs: str, app_id: str, job: dict) -> None:
     """Remember ``app_id`` -> job directory and spec, for ``status``/``follow``/``jobs``."""
     entry = {"app": app_id, "job_dir": job["checkpoint_dir"], "submitted": time.time(), "job": job}
-    hdfs_io.write_bytes(f"{protocol.registry_dir(default_fs)}/{app_id}.json", json.dumps(entry).encode())
+    hdfs.write_bytes(f"{protocol.registry_dir(default_fs)}/{app_id}.json", json.dumps(entry).encode())
 
 
 def lookup(default_fs: str, app_id: str) -> dict | None:
     """The registry entry of ``app_id``; None if this user did not submit it from tfhadoop."""
     try:
-        return json.loads(hdfs_io.read_bytes(f"{protocol.registry_dir(default_fs)}/{app_id}.json"))
+        return json.loads(hdfs.read_bytes(f"{protocol.registry_dir(default_fs)}/{app_id}.json"))
     except (FileNotFoundError, ValueError):
         return None
 
@@ -26,7 +27,7 @@ def lookup(default_fs: str, app_id: str) -> dict | None:
 def entries(default_fs: str) -> list[dict]:
     """All of this user's registered jobs, newest first."""
     out = []
-    for name in hdfs_io.list_names(protocol.registry_dir(default_fs)):
+    for name in hdfs.list_names(protocol.registry_dir(default_fs)):
         if name.endswith(".json"):
             entry = lookup(default_fs, name[:-len(".json")])
             if entry:
@@ -36,7 +37,7 @@ def entries(default_fs: str) -> list[dict]:
 
 def _json(job_dir: str, name: str):
     try:
-        return json.loads(hdfs_io.read_bytes(protocol.job_file(job_dir, name)))
+        return json.loads(hdfs.read_bytes(protocol.job_file(job_dir, name)))
     except (FileNotFoundError, ValueError):
         return None
 
@@ -44,7 +45,7 @@ def _json(job_dir: str, name: str):
 def events(job_dir: str, app_id: str | None = None) -> list[dict]:
     """The event log; only ``app_id``'s events when given (a resumed job shares the log)."""
     try:
-        text = hdfs_io.read_bytes(protocol.job_file(job_dir, protocol.EVENTS_FILE)).decode()
+        text = hdfs.read_bytes(protocol.job_file(job_dir, protocol.EVENTS_FILE)).decode()
     except FileNotFoundError:
         return []
     out = []
@@ -78,7 +79,7 @@ def merged(durable: list[dict], tail: list[dict]) -> list[dict]:
 def samples(job_dir: str, app_id: str | None = None) -> list[dict]:
     """Progress samples over time (for the job page's plots)."""
     try:
-        text = hdfs_io.read_bytes(protocol.job_file(job_dir, protocol.PROGRESS_FILE)).decode()
+        text = hdfs.read_bytes(protocol.job_file(job_dir, protocol.PROGRESS_FILE)).decode()
     except FileNotFoundError:
         return []
     out = []

@@ -33,9 +33,9 @@ class Sampler:
         s = {**json.loads(raw.decode()), "workers_alive": workers_alive, "app": self.app_id}
         self.samples.append(s)
         try:
-            from tfhadoop.trainer import hdfs_io
+            from tfhadoop.connectors import hdfs
 
-            hdfs_io.append_bytes(self.url, (json.dumps(s) + "\n").encode())
+            hdfs.append_bytes(self.url, (json.dumps(s) + "\n").encode())
         except Exception as exc:  # noqa: BLE001 - the live page still has the samples
             print(f"cannot append to {self.url}: {exc}", flush=True)
 

@@ -84,9 +84,9 @@ class EventLog:
         print("event:", self.recent[-1], flush=True)
         self.app.kv[protocol.KV_EVENTS] = self.tail()
         try:
-            from tfhadoop.trainer import hdfs_io
+            from tfhadoop.connectors import hdfs
 
-            hdfs_io.append_bytes(self.url, (self.recent[-1] + "\n").encode())
+            hdfs.append_bytes(self.url, (self.recent[-1] + "\n").encode())
         except Exception as exc:  # noqa: BLE001 - the key-value store's tail and the AM log have it
             print(f"cannot append to {self.url}: {exc}", flush=True)
         return event
@@ -102,15 +102,15 @@ class EventLog:
     def rewrite(self) -> None:
         """Replace this application's lines by ``self.events`` (after details were added to past
         events), keeping other applications' lines; written whole, then renamed over."""
-        from tfhadoop.trainer import hdfs_io
+        from tfhadoop.connectors import hdfs
 
         self.recent.clear()
         self.recent.extend(json.dumps(e) for e in self.events[-protocol.EVENTS_TAIL:])
         try:
-            old = hdfs_io.read_bytes(self.url).decode().splitlines() if hdfs_io.exists(self.url) else []
+            old = hdfs.read_bytes(self.url).decode().splitlines() if hdfs.exists(self.url) else []
             kept = [line for line in old if line.strip() and (json.loads(line).get("app") != self.app_id
                                                               or json.loads(line).get("seq", 0) < self.base)]
-            hdfs_io.write_bytes(self.url, "".join(line + "\n" for line in kept + [json.dumps(e) for e in self.events])
+            hdfs.write_bytes(self.url, "".join(line + "\n" for line in kept + [json.dumps(e) for e in self.events])
                                 .encode())
         except Exception as exc:  # noqa: BLE001 - the appended log stays as it was
             print(f"cannot rewrite {self.url}: {exc}", flush=True)
@@ -692,11 +692,11 @@ def application_attempt() -> int:
 def write_result(job_dir: str, app_id: str, status: str, diagnostics: str) -> None:
     """``result.json`` in the job directory, BEFORE the master shuts down: the client reads the
     outcome there once the application (and its key-value store) is gone."""
-    from tfhadoop.trainer import hdfs_io
+    from tfhadoop.connectors import hdfs
 
     result = {"app": app_id, "status": status, "diagnostics": diagnostics, "time": time.time()}
     try:
-        hdfs_io.write_bytes(protocol.job_file(job_dir, protocol.RESULT_FILE), json.dumps(result).encode())
+        hdfs.write_bytes(protocol.job_file(job_dir, protocol.RESULT_FILE), json.dumps(result).encode())
     except Exception as exc:  # noqa: BLE001 - YARN's diagnostics still carry the outcome
         print(f"cannot write {protocol.RESULT_FILE}: {exc}", flush=True)
 

@@ -34,3 +34,21 @@ def start(cluster: dict, job: str, index: int, port: int | None = None, threads:
     if port:
         server_def.port = port
     return tf.distribute.Server(server_def, start=True)
+
+
+def main(argv=None) -> int:
+    """``python -m tfhadoop.trainer.server CLUSTER_JSON JOB INDEX [PORT]``: one PS or worker of a
+    ParameterServerStrategy cluster outside YARN, serving until killed (the benchmarks' servers)."""
+    import json
+    import sys
+
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) not in (3, 4):
+        print("usage: python -m tfhadoop.trainer.server CLUSTER_JSON JOB INDEX [PORT]", file=sys.stderr)
+        return 2
+    start(json.loads(args[0]), args[1], int(args[2]), int(args[3]) if len(args) == 4 else None).join()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from tfhadoop.connectors.arrow import tf_feature_spec
+from tfhadoop.connectors.dataset import tf_parse_spec
 from tfhadoop.trainer.keras_step import (
     label_columns,
     model_inputs,  # noqa: F401 - coordinator, validate and bench import it here
@@ -54,7 +54,7 @@ def without_rewrites(ds):
 def parse_fn(parse_spec: dict, label, weight: str | None = None):
     """A batch parser: serialized Examples -> ``(features, y)`` or, with a ``weight`` column,
     ``(features, y, sample_weight)`` (dense tensors; ``keras_step.split_batch``)."""
-    spec = tf_feature_spec(parse_spec)
+    spec = tf_parse_spec(parse_spec)
     if isinstance(spec, tuple):
         raise ValueError("SequenceExample datasets are not supported by the trainer yet")
     for column in [*label_columns(label), *([weight] if weight else [])]:

@@ -14,7 +14,7 @@ import bisect
 import random
 from dataclasses import dataclass, field
 
-from tfhadoop.trainer.manifest import Manifest, shard_url
+from tfhadoop.connectors.dataset import Manifest, shard_url
 
 
 @dataclass(frozen=True)

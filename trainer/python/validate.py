@@ -106,7 +106,7 @@ def check_columns(job, parse_spec: dict) -> None:
 def check_dataset(job, original: str, notice) -> object:
     """The manifest; the label is a column; train/eval splits resolved (an unsplit dataset
     trains on every record, without evaluation)."""
-    from tfhadoop.trainer.manifest import ManifestError, load
+    from tfhadoop.connectors.dataset import ManifestError, load
 
     try:
         manifest = load(job.data)
@@ -136,17 +136,18 @@ def check_dataset(job, original: str, notice) -> object:
 def check_outputs(job, notice) -> None:
     """The export directory must not exist; the checkpoint directory must be empty or hold this
     same job (model, dataset, label), which then resumes."""
-    from tfhadoop.trainer import hdfs_io, jobdir
+    from tfhadoop.connectors import hdfs
+    from tfhadoop.trainer import jobdir
 
-    if hdfs_io.exists(job.export_dir):
+    if hdfs.exists(job.export_dir):
         raise ValidationError(f"--export-dir {job.export_dir} exists already: choose a new one "
                               "(a SavedModel is never overwritten)")
     ckpt = job.checkpoint_dir
-    names = hdfs_io.list_names(ckpt)
+    names = hdfs.list_names(ckpt)
     if not names:
         return
     try:
-        before = json.loads(hdfs_io.read_bytes(protocol.job_file(ckpt, protocol.JOB_FILE)))
+        before = json.loads(hdfs.read_bytes(protocol.job_file(ckpt, protocol.JOB_FILE)))
     except (FileNotFoundError, ValueError):
         before = None
     fresh = f"give a new --checkpoint-dir to start fresh, or delete it: hdfs dfs -rm -r {ckpt}"
