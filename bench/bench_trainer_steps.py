@@ -60,7 +60,7 @@ def fit_row(kind: str, args, workers: int, spe: int, batch: int, model: str) -> 
 
 def train_row(args, base: str, workers: int, batch: int, model: str, spe: str) -> dict:
     """`tfhadoop train` on the embedded cluster, reading the dataset uploaded to ``base``."""
-    from tfhadoop.trainer import hdfs_io
+    from tfhadoop.connectors import hdfs
 
     run = f"{base}/run-{uuid.uuid4().hex[:6]}"
     cmd = [sys.executable, "-m", "tfhadoop", "train", "--model", f"bench_trainer_peers:{model}", "--python-path", HERE,
@@ -74,9 +74,9 @@ def train_row(args, base: str, workers: int, batch: int, model: str, spe: str) -
     wall = time.perf_counter() - t0
     if out.returncode:
         raise RuntimeError(f"tfhadoop train failed: {(out.stdout + out.stderr)[-3000:]}")
-    m = json.loads(hdfs_io.read_bytes(f"{run}/ckpt/metrics.json"))
-    samples = [json.loads(x) for x in hdfs_io.read_bytes(f"{run}/ckpt/progress.jsonl").decode().splitlines()]
-    hdfs_io.delete(run)
+    m = json.loads(hdfs.read_bytes(f"{run}/ckpt/metrics.json"))
+    samples = [json.loads(x) for x in hdfs.read_bytes(f"{run}/ckpt/progress.jsonl").decode().splitlines()]
+    hdfs.delete(run)
     later = [s for s in samples if s.get("epoch", 0) >= 1]
     ex = lambda s: s["epoch"] * args.records + s["examples"]  # noqa: E731
     rate = (ex(later[-1]) - ex(later[0])) / (later[-1]["time"] - later[0]["time"])
@@ -119,17 +119,17 @@ def main() -> int:
     if not {"c1", "c2", "wc2"} <= skip:
         from benchcluster import bench_cluster
 
-        from tfhadoop.trainer import hdfs_io
+        from tfhadoop.connectors import hdfs
 
         with bench_cluster():
             base = f"hdfs:///tmp/bench-steps-{uuid.uuid4().hex[:8]}"
-            hdfs_io.upload_dir(args.folder, f"{base}/data")
+            hdfs.upload_dir(args.folder, f"{base}/data")
             spe = args.steps_per_execution
             row("c1", f"tfhadoop train 1 PS + 1 worker (spe {spe})", lambda: train_row(args, base, 1, b, "model", spe))
             row("c2", f"tfhadoop train 1 PS + 2 workers (spe {spe})", lambda: train_row(args, base, 2, b, "model", spe))
             row("wc2", f"wide model, tfhadoop train 1 PS + 2 workers, batch {wb}",
                 lambda: train_row(args, base, 2, wb, "wide_model", spe))
-            hdfs_io.delete(base)
+            hdfs.delete(base)
     print(f"\nload after: {os.getloadavg()}")
     print(f"{'run':<62} {'steady ex/s':>12} {'wall s':>8} {'last loss':>10}")
     for k, r in rows.items():
