@@ -59,16 +59,16 @@ def train(conf, dataset: str, strategy: str, model: str, epochs: int, extra=(), 
 
 
 def metrics(run: str) -> dict:
-    from tfhadoop.trainer import hdfs_io
+    from tfhadoop.connectors import hdfs
 
-    return json.loads(hdfs_io.read_bytes(f"{run}/ckpt/metrics.json"))
+    return json.loads(hdfs.read_bytes(f"{run}/ckpt/metrics.json"))
 
 
 def events(run: str) -> list:
-    from tfhadoop.trainer import hdfs_io
+    from tfhadoop.connectors import hdfs
 
     try:
-        return [json.loads(line) for line in hdfs_io.read_bytes(f"{run}/ckpt/events.jsonl").decode().splitlines()]
+        return [json.loads(line) for line in hdfs.read_bytes(f"{run}/ckpt/events.jsonl").decode().splitlines()]
     except Exception:  # noqa: BLE001 - not written yet
         return []
 

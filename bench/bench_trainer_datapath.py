@@ -62,7 +62,8 @@ def main():
     import tensorflow as tf
     import tf_keras
 
-    from tfhadoop.trainer.step import build_task_fn, parse_fn
+    from tfhadoop.trainer.step import build_task_fn, parse_fn, task_args
+    from tfhadoop.trainer.tasks import Task
 
     tmp = tempfile.mkdtemp(prefix="bench-trainer-")
     shards = write_shards(tmp, opts.records, opts.shards)
@@ -91,11 +92,10 @@ def main():
 
     def run_epoch():
         t0 = time.perf_counter()
-        results = [coord.schedule(task_fn, args=(tf.constant(p), tf.constant(0, tf.int64), tf.constant(s, tf.int64),
-                                                  tf.constant(c, tf.int64)))  # offset 0: skip from the start
-                   for p, s, c in tasks]
+        results = [coord.schedule(task_fn, args=task_args([Task(i, p, s, c)]))  # offset 0: skip from the start
+                   for i, (p, s, c) in enumerate(tasks)]
         coord.join()
-        n = sum(int(r.fetch()[0]) for r in results)
+        n = sum(int(sum(r.fetch()[0])) for r in results)
         return n, time.perf_counter() - t0
 
     run_epoch()  # warm up (tracing, connections)
@@ -150,14 +150,13 @@ def main():
     logging.getLogger("tensorflow").setLevel(logging.INFO)
     procs[2].kill()
     procs[2].wait()
-    results = [coord.schedule(task_fn, args=(tf.constant(p), tf.constant(0, tf.int64), tf.constant(s, tf.int64),
-                                              tf.constant(c, tf.int64))) for p, s, c in tasks]
+    results = [coord.schedule(task_fn, args=task_args([Task(i, p, s, c)])) for i, (p, s, c) in enumerate(tasks)]
     time.sleep(3)
     t_start = time.perf_counter()
     procs[2] = launch(cluster, "worker", 1)
     coord.join()
     t_end = time.perf_counter()
-    done = sum(int(r.fetch()[0]) for r in results)
+    done = sum(int(sum(r.fetch()[0])) for r in results)
     out["rejoin_same_port"] = {"replacement_start_to_recovered_s": round(recovered["t"] - t_start, 2) if recovered else None,
                                "epoch_seconds_with_loss": round(t_end - t_start + 3, 2),
                                "examples": done, "expected": sum(c for _, _, c in tasks)}

@@ -42,6 +42,21 @@ def model():
     return m
 
 
+def wide_model():
+    """A model where compute, not RPC, dominates a step: 16->1024->1024->1, ~1.07M parameters."""
+    import tf_keras
+
+    m = tf_keras.Sequential([tf_keras.Input((FEATURES,), name="x"), tf_keras.layers.Dense(1024, activation="relu"),
+                             tf_keras.layers.Dense(1024, activation="relu"), tf_keras.layers.Dense(1)])
+    m.compile(optimizer=tf_keras.optimizers.Adam(1e-4), loss="mse", steps_per_execution=int(os.environ.get("SPE", "1")))
+    return m
+
+
+def chosen_model():
+    """(a), (b): ``BENCH_MODEL=wide_model`` picks the wide one."""
+    return globals()[os.environ.get("BENCH_MODEL", "model")]()
+
+
 def write_dataset(folder: str, records: int, shards: int) -> dict:
     """Uncompressed shards with their index sidecars + the manifest, as `tfhadoop export` writes."""
     import numpy as np
@@ -99,7 +114,7 @@ def run_local(args) -> dict:
     """(a): one process, model.fit on local files."""
     files = sorted(os.path.join(args.folder, f) for f in os.listdir(args.folder) if f.endswith(".tfrecord"))
     times = EpochTimes()
-    m = model()
+    m = chosen_model()
     m.fit(dataset(files, args.batch_size).repeat(), epochs=args.epochs, steps_per_epoch=args.records // args.batch_size,
           verbose=0, callbacks=[times.callback])
     return {"epoch_s": [e - b for b, e in zip(times.begin, times.end)], "loss": times.loss}
@@ -114,7 +129,7 @@ def run_pss(args) -> dict:
     resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
     strategy = tf.distribute.experimental.ParameterServerStrategy(resolver)
     with strategy.scope():
-        m = model()
+        m = chosen_model()
 
     def dataset_fn(ctx):
         mine = files[ctx.input_pipeline_id::ctx.num_input_pipelines]

@@ -3,8 +3,9 @@ weights, run as its own process by test_keras_step.py (a ParameterServerStrategy
 process's eager context to a cluster for good, so it stays out of the pytest process).
 
 In-process cluster (1 PS + 1 worker ``tf.distribute.Server``), ParameterServerStrategy and
-ClusterCoordinator as in coordinator.py; each case's records go through the trainer's parser
-(``step.parse_fn``) and its step (``keras_step.train_step_fn``) in a scheduled closure. Prints
+ClusterCoordinator as in coordinator.py; each case's records, written to a shard file, are
+trained by the trainer's own task function (``step.build_task_fn``: its reader, parser and
+``keras_step.train_step_fn``) in a scheduled closure. Prints
 one line ``RESULT <json>``: per case the epoch loss the trainer reports (sum of the closure's
 loss sums / examples), ``model.fit``'s epoch loss, the largest weight difference after the
 epoch, and the regularization term at the initial weights.
@@ -15,6 +16,7 @@ import json
 import os
 import socket
 import sys
+import tempfile
 
 os.environ["TF_USE_LEGACY_KERAS"] = "1"
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -23,8 +25,8 @@ import numpy as np
 import tensorflow as tf
 import tf_keras
 
-from tfhadoop.trainer.keras_step import train_step_fn
-from tfhadoop.trainer.step import parse_fn
+from tfhadoop.trainer.step import build_task_fn, task_args
+from tfhadoop.trainer.tasks import Task
 
 N, BATCH = 40, 16  # batches of 16, 16 and 8: the epoch loss weighs batches by their size
 SPEC = {"features": {"x": {"type": "FixedLenFeature", "shape": [4], "dtype": "float32"},
@@ -121,19 +123,6 @@ CASES = {  # name: (model function, label, sample weight column)
 }
 
 
-def task_fn(strategy, parse, step):
-    """The closure: the trainer's loop of step.build_task_fn over records given as a tensor."""
-    @tf.function
-    def task(serialized):
-        n, total = tf.constant(0, tf.int64), tf.constant(0.0)
-        for batch in tf.data.Dataset.from_tensor_slices(serialized).batch(BATCH).map(parse):
-            bn, bl = strategy.run(step, args=batch)
-            n, total = n + bn, total + bl
-        return n, total
-
-    return task
-
-
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -149,7 +138,11 @@ def main() -> None:
     strategy = tf.distribute.experimental.ParameterServerStrategy(
         tf.distribute.cluster_resolver.SimpleClusterResolver(spec, rpc_layer="grpc"))
     coordinator = tf.distribute.experimental.coordinator.ClusterCoordinator(strategy)
-    cols, serialized = columns(), tf.constant(records(columns()))
+    cols = columns()
+    shard = os.path.join(tempfile.mkdtemp(prefix="keras-parity-"), "part-00000.tfrecord")
+    with tf.io.TFRecordWriter(shard) as w:
+        for r in records(cols):
+            w.write(r)
     results = {}
     for name in names:
         build, label, weight = CASES[name]
@@ -162,10 +155,10 @@ def main() -> None:
             model = build()
             model.optimizer.build(model.trainable_variables)
         model.set_weights(initial)
-        task = task_fn(strategy, parse_fn(SPEC, label, weight), train_step_fn(model))
-        result = coordinator.schedule(task, args=(serialized,))
+        task = build_task_fn(strategy, model, SPEC, label, BATCH, None, weight)  # the trainer's closure
+        result = coordinator.schedule(task, args=task_args([Task(0, shard, 0, N, offset=0, skip=0)]))
         coordinator.join()
-        n, total = (v.numpy() if hasattr(v, "numpy") else v for v in result.fetch())
+        n, total = (float(np.sum(v)) for v in result.fetch())
         labels = label.split(",") if isinstance(label, str) else label
         y = cols[labels[0]] if len(labels) == 1 else {k: cols[k] for k in labels}
         history = plain.fit(cols["x"], y, sample_weight=cols[weight] if weight else None, batch_size=BATCH,

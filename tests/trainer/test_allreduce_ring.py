@@ -61,11 +61,11 @@ def test_steps_budget_cuts_a_round():
 # -- the ring master ------------------------------------------------------------------------------
 @pytest.fixture
 def ring(monkeypatch):
+    from tfhadoop.connectors import hdfs
     from tfhadoop.trainer import allreduce_master as am
-    from tfhadoop.trainer import hdfs_io
 
-    monkeypatch.setattr(hdfs_io, "write_bytes", lambda *a, **k: None)
-    monkeypatch.setattr(hdfs_io, "append_bytes", lambda *a, **k: None)
+    monkeypatch.setattr(hdfs, "write_bytes", lambda *a, **k: None)
+    monkeypatch.setattr(hdfs, "append_bytes", lambda *a, **k: None)
     now = [0.0]
     job = {"checkpoint_dir": "hdfs://nn/c", "strategy": "allreduce", "ps": 0, "workers": 2, "min_workers": 1,
            "startup_wait": 30, "gang_timeout": 100, "queue": "q", "hang_timeout": 0}

@@ -42,9 +42,9 @@ def test_two_workers_allreduce_train_export_and_predict(hadoop_cluster, dataset,
     assert [e["examples"] for e in metrics["epochs"]] == [2400, 2400]  # exactly once per epoch
     # 2400 records in tasks of 300 = 8 tasks, 4 rounds of 2 workers, 10 steps of 32 per round.
     assert metrics["steps"] == 2 * 4 * 10
-    from tfhadoop.trainer import hdfs_io
+    from tfhadoop.connectors import hdfs
 
-    hdfs_io.download_dir(f"{run}/model", str(tmp_path / "model"))
+    hdfs.download_dir(f"{run}/model", str(tmp_path / "model"))
     os.environ["TF_USE_LEGACY_KERAS"] = "1"
     import tf_keras
 

@@ -346,9 +346,9 @@ sys.path.insert(0, {models!r})
 import numpy as np
 import tf_keras
 import trainer_test_models as m
-from tfhadoop.trainer import hdfs_io
+from tfhadoop.connectors import hdfs
 local = {local!r}
-hdfs_io.download_dir({url!r}, local)
+hdfs.download_dir({url!r}, local)
 model = tf_keras.models.load_model(local)
 x, y = m.make_examples(400, seed=7)
 mse = float(np.mean((model.predict(x, verbose=0)[:, 0] - y) ** 2))

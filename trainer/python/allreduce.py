@@ -66,10 +66,10 @@ def train(job: dict, gen: int, rank: int, workers: int, work: str, app=None) -> 
     import tensorflow as tf
 
     import tfhadoop.tfhdfs  # noqa: F401 - hdfs:// for TensorFlow (shards, checkpoints, export)
+    from tfhadoop.connectors.dataset import load as load_manifest
+    from tfhadoop.connectors.dataset import load_indexes
     from tfhadoop.trainer.checkpoints import CheckpointPolicy, HdfsCheckpoints
     from tfhadoop.trainer.coordinator import Progress, load_model_fn, training_done
-    from tfhadoop.trainer.manifest import load as load_manifest
-    from tfhadoop.trainer.manifest import load_indexes
     from tfhadoop.trainer.step import COMPRESSION, parse_fn, records_from, train_step_fn, without_rewrites
     from tfhadoop.trainer.summaries import Summaries
     from tfhadoop.trainer.tasks import EpochLedger, plan_epoch
@@ -203,8 +203,8 @@ def finish(job, build, model, manifest, state, summaries, ckpt_url, progress, ap
     SavedModel and ``metrics.json`` (the same outputs as the PS mode's coordinator)."""
     import tensorflow as tf
 
-    from tfhadoop.trainer import hdfs_io
-    from tfhadoop.trainer.manifest import shard_url
+    from tfhadoop.connectors import hdfs
+    from tfhadoop.connectors.dataset import shard_url
     from tfhadoop.trainer.step import COMPRESSION, model_inputs, parse_fn
 
     plain = build()
@@ -221,9 +221,9 @@ def finish(job, build, model, manifest, state, summaries, ckpt_url, progress, ap
         ds = ds.map(lambda f, *y_and_weight: (model_inputs(plain, f), *y_and_weight))
         metrics["eval"] = {k: float(v) for k, v in plain.evaluate(ds, verbose=0, return_dict=True).items()}
         summaries.scalars("eval", state["steps"], metrics["eval"])
-    hdfs_io.publish(lambda staged: plain.save(staged, save_format="tf"), job["export_dir"])
+    hdfs.publish(lambda staged: plain.save(staged, save_format="tf"), job["export_dir"])
     summaries.close()
-    hdfs_io.write_bytes(protocol.job_file(ckpt_url, protocol.METRICS_FILE), json.dumps(metrics, indent=1).encode())
+    hdfs.write_bytes(protocol.job_file(ckpt_url, protocol.METRICS_FILE), json.dumps(metrics, indent=1).encode())
     progress.put(protocol.KV_METRICS, metrics)
     return metrics
 

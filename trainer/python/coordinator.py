@@ -31,6 +31,9 @@ CLUSTER_POLL_S = 0.2  # a started coordinator looks this often for the cluster s
 IN_FLIGHT_PER_WORKER = 2  # closures scheduled per worker: one running, one queued behind it
 POLL_S = 0.05  # longest wait for a closure's result before the loop looks at the others again
 REPORT_S = 1.0  # progress and TensorBoard scalars at most this often (and at every drain)
+AUTO_CLOSURE_S = 0.25  # --steps-per-execution auto: a closure's target duration
+AUTO_WINDOW_S = 1.0  # ... measured over completions this long
+AUTO_MAX_STEPS = 2048  # ... and never more steps than this in one closure
 
 
 def load_model_fn(name: str):
@@ -127,42 +130,72 @@ def _wait_a_little(remote, timeout: float) -> None:
 class Scheduler:
     """Keeps ``limit`` closures in flight (``IN_FLIGHT_PER_WORKER`` per worker) and hands back
     results as they complete: no waves, so no worker idles while others finish a wave. Every wait
-    is bounded (``POLL_S``) so the loop keeps seeing the master's rescale request.
+    is bounded (``POLL_S``) so the loop keeps seeing the master's rescale request. A closure
+    trains a group of tasks (``--steps-per-execution``) and reports each task's examples.
 
     ClusterCoordinator re-queues the closure of a lost worker on another one: its RemoteValue
     stays pending meanwhile and completes once, so each task is handed back once."""
 
     def __init__(self, coordinator, fn, limit: int):
         self.coordinator, self.fn, self.limit = coordinator, fn, max(1, limit)
-        self.pending = []  # (task, RemoteValue), oldest first
+        self.pending = []  # (tasks, RemoteValue), oldest first
 
     def full(self) -> bool:
         return len(self.pending) >= self.limit
 
-    def submit(self, task) -> None:
-        import tensorflow as tf
+    def tasks(self) -> list:
+        """The tasks of the closures in flight."""
+        return [t for group, _ in self.pending for t in group]
 
-        remote = self.coordinator.schedule(self.fn, args=(
-            tf.constant(task.path), tf.constant(task.offset, tf.int64),
-            tf.constant(task.records_to_skip, tf.int64), tf.constant(task.count, tf.int64)))
-        self.pending.append((task, remote))
+    def submit(self, group: list) -> None:
+        from tfhadoop.trainer.step import task_args
+
+        self.pending.append((list(group), self.coordinator.schedule(self.fn, args=task_args(group))))
 
     def completed(self, timeout: float = POLL_S) -> list:
         """[(task, examples, loss_sum)] of the closures that finished, waiting at most ``timeout``
         for the oldest when none has; a closure's error is raised here."""
         if self.pending and not any(_finished(r) for _, r in self.pending):
             _wait_a_little(self.pending[0][1], timeout)
-        done = [(t, r) for t, r in self.pending if _finished(r)]
-        self.pending = [(t, r) for t, r in self.pending if not _finished(r)]
+        done = [(g, r) for g, r in self.pending if _finished(r)]
+        self.pending = [(g, r) for g, r in self.pending if not _finished(r)]
         out = []
-        for t, r in done:
+        for group, r in done:
             try:
-                n, loss = r.fetch()
+                ns, losses = r.fetch()
             except Exception:
                 self.coordinator.done()  # a closure cancelled by another's error: raise that error
                 raise
-            out.append((t, int(n), float(loss)))
+            out.extend((t, int(n), float(loss)) for t, n, loss in zip(group, ns, losses))
         return out
+
+
+class ClosureSize:
+    """Steps per closure (``--steps-per-execution``, as in Keras ``compile``): a closure trains
+    whole tasks until it has at least that many steps. ``auto`` sizes closures so one takes
+    about ``AUTO_CLOSURE_S`` from the measured time per step, so a closure's fixed cost (a few ms:
+    bench/bench_task_overhead.py) stays a small share. The first closures (tracing,
+    connections: the first 2 tasks per worker) are left out of the measure."""
+
+    def __init__(self, setting, workers: int):
+        self.auto = setting == "auto"
+        self.steps = 1 if self.auto else int(setting)
+        self.workers = max(1, workers)
+        self.seen, self.window_steps, self.window_t = 0, 0, None
+
+    def completed(self, steps: int, now: float) -> None:
+        if not self.auto:
+            return
+        self.seen += 1
+        if self.seen <= 2 * self.workers:  # warm-up: the first closure per worker traces and connects
+            self.window_t = now
+            return
+        self.window_steps += steps
+        elapsed = now - self.window_t
+        if elapsed >= AUTO_WINDOW_S:
+            step_s = elapsed * self.workers / self.window_steps  # includes fixed costs: errs small
+            self.steps = max(1, min(AUTO_MAX_STEPS, round(AUTO_CLOSURE_S / step_s)))
+            self.window_steps, self.window_t = 0, now
 
 
 def run(job: dict, cluster: dict, work: str, app=None) -> dict:
@@ -233,6 +266,7 @@ def run(job: dict, cluster: dict, work: str, app=None) -> dict:
               f"them reads its shard from the start up to its first record (slower for late tasks); "
               f"an uncompressed export with its .tfrindex sidecars starts every task at its byte offset", flush=True)
     scheduler = Scheduler(coordinator, task_fn, IN_FLIGHT_PER_WORKER * len(cluster["worker"]))
+    size = ClosureSize(job["steps_per_execution"], len(cluster["worker"]))
     t_start = time.monotonic()
     first_step_at = None
     window = {"n": 0, "loss": 0.0, "t": time.monotonic()}  # examples and loss since the last report
@@ -262,6 +296,7 @@ def run(job: dict, cluster: dict, work: str, app=None) -> dict:
         if first_step_at is None:
             first_step_at = time.monotonic()
         state["steps"] += -(-t.count // batch_size)
+        size.completed(-(-t.count // batch_size), time.monotonic())
         state["loss_sum"] = state.get("loss_sum", 0.0) + loss
         state["ledger"] = ledger.to_json()
         window["n"] += n
@@ -289,19 +324,24 @@ def run(job: dict, cluster: dict, work: str, app=None) -> dict:
                     os._exit(RESCALE_EXIT)
                 continue
             while queue and not scheduler.full():
-                in_flight = sum(-(-t.count // batch_size) for t, _ in scheduler.pending)
-                if max_steps:
-                    cut = within_step_budget(queue[:1], max_steps - state["steps"] - in_flight, batch_size)
-                    if not cut:
-                        queue = []
+                group = []
+                while queue and sum(-(-t.count // batch_size) for t in group) < size.steps:
+                    in_flight = sum(-(-t.count // batch_size) for t in scheduler.tasks() + group)
+                    if max_steps:
+                        cut = within_step_budget(queue[:1], max_steps - state["steps"] - in_flight, batch_size)
+                        if not cut:
+                            queue = []
+                            break
+                        queue[0] = cut[0]
+                    # --checkpoint-steps: nothing scheduled past the step where the next checkpoint is due
+                    # (a task whose steps cross it still runs whole, as the first one after it)
+                    due_in = policy.steps_until_due(state["steps"])
+                    if in_flight and due_in is not None and in_flight >= due_in:
                         break
-                    queue[0] = cut[0]
-                # --checkpoint-steps: nothing scheduled past the step where the next checkpoint is due
-                # (a task whose steps cross it still runs whole, as the first one after it)
-                if in_flight and policy.steps_until_due(state["steps"]) is not None \
-                        and in_flight >= policy.steps_until_due(state["steps"]):
+                    group.append(queue.pop(0))
+                if not group:
                     break
-                scheduler.submit(queue.pop(0))
+                scheduler.submit(group)
             for t, n, loss in scheduler.completed():
                 account(t, n, loss, ledger)
             if time.monotonic() - window["t"] >= REPORT_S and window["n"]:
@@ -321,7 +361,7 @@ def run(job: dict, cluster: dict, work: str, app=None) -> dict:
     plain.set_weights(model.get_weights())
     metrics = {"train_seconds": time.monotonic() - t_start,
                "first_step_s": (first_step_at - t_start) if first_step_at else None, "epochs": state["history"],
-               "steps": state["steps"],
+               "steps": state["steps"], "steps_per_execution": size.steps,
                "rejoins": rejoin_watch.rejoins, "app": getattr(app, "id", None)}
     if eval_split and manifest.split(eval_split):
         from tfhadoop.connectors.dataset import shard_url

@@ -61,6 +61,7 @@ class JobSpec:
     steps: int | None = None  # train this many steps (batches) in all, then stop
     batch_size: int = 64
     task_records: int = 1000
+    steps_per_execution: int | str = "auto"  # steps per closure (whole tasks); auto: closures of ~0.25 s
     checkpoint_tasks: int = 8  # unused since the coordinator runs no waves; kept so older job specs load
     checkpoint_steps: int | None = None  # a checkpoint once this many steps passed since the last
     checkpoint_secs: float | None = None  # ... or seconds; neither given: every 60 s
@@ -91,6 +92,11 @@ class JobSpec:
             value = getattr(self, name)
             if value is not None and value <= 0:
                 raise CommandError(f"--{name.replace('_', '-')} must be positive, got {value}")
+        spe = self.steps_per_execution
+        if isinstance(spe, str) and spe.strip().isdigit():
+            spe = self.steps_per_execution = int(spe)
+        if spe != "auto" and (not isinstance(spe, int) or isinstance(spe, bool) or spe <= 0):
+            raise CommandError(f"--steps-per-execution must be a positive number of steps or auto, got {spe!r}")
         if self.python is None:
             self.python = "./env/bin/python" if self.python_archive else sys.executable
         if self.python_archive and not str(self.python_archive).startswith(("hdfs:", "viewfs:", "s3a:", "/")):

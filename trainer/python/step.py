@@ -23,6 +23,7 @@ from tfhadoop.trainer.keras_step import (
 
 COMPRESSION = {"gzip": "GZIP", "zlib": "ZLIB", "none": "", None: ""}
 READ_BUFFER = 256 << 10  # bytes per read from HDFS (TFRecordDataset's own default)
+PREFETCH = 2  # batches read ahead of the step within a task
 
 
 def records_from(path, offset, compression: str):
@@ -70,23 +71,58 @@ def parse_fn(parse_spec: dict, label, weight: str | None = None):
 
 def build_task_fn(strategy, model, parse_spec: dict, label, batch_size: int, compression: str | None,
                   weight: str | None = None):
-    """``task(path, offset, skip, count) -> (examples, loss_sum)`` as a tf.function for
-    ``schedule``: ``count`` records after the first ``skip`` ones from byte ``offset`` of ``path``
-    (a :class:`tasks.Task`: ``offset``, ``records_to_skip``, ``count``); each batch is one
-    tf-keras train step (``keras_step``)."""
+    """``task(paths, offsets, skips, counts) -> (examples[i], loss_sums[i])`` as a tf.function for
+    ``schedule``: one closure trains the tasks of a group (:func:`task_args`, one vector element
+    per :class:`tasks.Task`: ``count`` records after the first ``skip`` ones from byte ``offset``
+    of ``path``), each batch one tf-keras train step (``keras_step``), and reports per task so
+    the coordinator's ledger records each task.
+
+    Built so that a closure's fixed cost stays a few milliseconds (bench/bench_task_overhead.py):
+    - one signature of vectors: the function is traced once and every closure reuses it, whatever
+      its group size, paths, offsets and counts;
+    - the batches are drawn with ``get_next`` in a counted graph loop, not ``for batch in dataset``:
+      AutoGraph turns the latter into ``dataset.reduce`` with the train step as the reduce
+      function, a multi-device function (worker + parameter servers) instantiated per closure
+      whose release TF does not implement for remote devices ("Failed to clear function handle
+      cache: UNIMPLEMENTED ... multi-device component handle on a remote device"), leaking ~2 MB of
+      worker memory per closure;
+    - the pipeline has no function in it (parse runs in the loop, on the whole batch: one
+      ``ParseExampleV2`` that splits the batch over the worker's threads), and the reading of
+      the next batches overlaps the step (``prefetch``)."""
     parse = parse_fn(parse_spec, label, weight)
     train_step = train_step_fn(model)
     comp = COMPRESSION[compression]
+    vector = tf.TensorSpec([None], tf.int64)
 
-    @tf.function
-    def task(path, offset, skip, count):
-        ds = without_rewrites(records_from(path, offset, comp).skip(skip).take(count).batch(batch_size).map(parse))
-        n = tf.constant(0, tf.int64)
-        total = tf.constant(0.0, tf.float32)
-        for batch in ds:
-            bn, bl = strategy.run(train_step, args=batch)
-            n += bn
-            total += bl
-        return n, total
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string), vector, vector, vector])
+    def task(paths, offsets, skips, counts):
+        groups = tf.size(paths)
+        examples = tf.TensorArray(tf.int64, size=groups)
+        losses = tf.TensorArray(tf.float32, size=groups)
+        for i in tf.range(groups):
+            records = records_from(paths[i], offsets[i], comp).skip(skips[i]).take(counts[i])
+            batches = iter(without_rewrites(records.batch(batch_size).prefetch(PREFETCH)))
+            n = tf.constant(0, tf.int64)
+            total = tf.constant(0.0, tf.float32)
+            for _ in tf.range((counts[i] + batch_size - 1) // batch_size):  # a short shard: OutOfRange here
+                bn, bl = strategy.run(train_step, args=parse(batches.get_next()))
+                n += bn
+                total += bl
+            examples = examples.write(i, n)
+            losses = losses.write(i, total)
+        return examples.stack(), losses.stack()
 
     return task
+
+
+def task_args(group: list) -> tuple:
+    """The arguments of the task function for a group of :class:`tasks.Task`."""
+    return (tf.constant([t.path for t in group], tf.string),
+            tf.constant([t.offset for t in group], tf.int64),
+            tf.constant([t.records_to_skip for t in group], tf.int64),
+            tf.constant([t.count for t in group], tf.int64))
+
+
+def tracing_count(task_fn) -> int:
+    """How many times ``task_fn`` was traced (1 once it ran: every closure reuses the graph)."""
+    return task_fn.experimental_get_tracing_count()

@@ -27,6 +27,9 @@ FLAGS = [  # (flag, type, help)
     ("--steps", int, "stop after this many steps (batches) in all, across epochs"),
     ("--batch-size", int, "batch size per step (default 64)"),
     ("--task-records", int, "records per scheduled task (default 1000)"),
+    ("--steps-per-execution", str, "steps one scheduled closure trains, in whole tasks, as Keras compile("
+                                   "steps_per_execution=...) (default auto: closures of about 0.25 s, from the "
+                                   "measured step time)"),
     ("--checkpoint-dir", str, "hdfs:// directory for checkpoints, events.jsonl, metrics.json and tensorboard/"),
     ("--checkpoint-steps", int, "a checkpoint once this many steps passed since the last one"),
     ("--checkpoint-secs", float, "a checkpoint once this many seconds passed since the last one (default 60 "

@@ -1,0 +1,145 @@
+"""Trainer step throughput (issue 19): `tfhadoop train` against tf-keras `model.fit` under
+ParameterServerStrategy with ``steps_per_execution`` 1 and 16, 1 and 2 workers, and a wide model
+(~1M parameters, batch 512) against single-process `model.fit`; same data (bench_trainer_peers'
+uncompressed indexed shards, 16 float features) in one run. Also prints the task closure's fixed
+cost (bench_task_overhead.py) and the TensorFlow error lines it logged.
+
+    .venv/bin/python bench/bench_trainer_steps.py [--records 60000] [--epochs 3]
+
+Steady examples/s are over the epochs after the first (see bench_trainer_peers.steady).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from types import SimpleNamespace
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(HERE))
+import bench_trainer_peers as peers  # noqa: E402
+
+
+def task_overhead() -> dict:
+    """The task closure's fixed and per-step cost, from bench_task_overhead.py in a child process."""
+    out = subprocess.run([sys.executable, os.path.join(HERE, "bench_task_overhead.py"), "--tasks", "400",
+                          "--repeat", "7"], capture_output=True, text=True, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "0"})
+    if out.returncode:
+        raise RuntimeError(f"bench_task_overhead failed: {out.stderr[-3000:]}")
+    rows = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+    return {**rows[0], **rows[1], "failed_to_clear_lines": out.stderr.count("Failed to clear function handle cache")}
+
+
+def fit_row(kind: str, args, workers: int, spe: int, batch: int, model: str) -> dict:
+    """(a) one process or (b) ParameterServerStrategy with ``workers``, via bench_trainer_peers' children."""
+    ns = SimpleNamespace(folder=args.folder, records=args.records, epochs=args.epochs, batch_size=batch,
+                         steps_per_execution=spe)
+    os.environ["BENCH_MODEL"] = model
+    procs = []
+    try:
+        if kind == "b":
+            cluster, procs = peers.pss_cluster(workers)
+            os.environ["TF_CONFIG"] = json.dumps({"cluster": cluster, "task": {"type": "chief", "index": 0}})
+        t0 = time.perf_counter()
+        r = peers.child(kind, ns)
+        wall = time.perf_counter() - t0
+    finally:
+        os.environ.pop("TF_CONFIG", None)
+        os.environ.pop("BENCH_MODEL", None)
+        for p in procs:
+            p.kill()
+            p.wait(timeout=30)
+    return {"steady": peers.steady(r["epoch_s"], args.records), "wall_s": wall, "loss": r["loss"][-1]}
+
+
+def train_row(args, base: str, workers: int, batch: int, model: str, spe: str) -> dict:
+    """`tfhadoop train` on the embedded cluster, reading the dataset uploaded to ``base``."""
+    from tfhadoop.connectors import hdfs
+
+    run = f"{base}/run-{uuid.uuid4().hex[:6]}"
+    cmd = [sys.executable, "-m", "tfhadoop", "train", "--model", f"bench_trainer_peers:{model}", "--python-path", HERE,
+           "--data", f"{base}/data", "--label", "y", "--train-split", "train", "--ps", "1",
+           "--workers", str(workers), "--epochs", str(args.epochs), "--batch-size", str(batch),
+           "--task-records", str(args.task_records), "--steps-per-execution", spe,
+           "--worker-memory", "1g", "--ps-memory", "1g",
+           "--checkpoint-dir", f"{run}/ckpt", "--export-dir", f"{run}/model"]
+    t0 = time.perf_counter()
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if out.returncode:
+        raise RuntimeError(f"tfhadoop train failed: {(out.stdout + out.stderr)[-3000:]}")
+    m = json.loads(hdfs.read_bytes(f"{run}/ckpt/metrics.json"))
+    samples = [json.loads(x) for x in hdfs.read_bytes(f"{run}/ckpt/progress.jsonl").decode().splitlines()]
+    hdfs.delete(run)
+    later = [s for s in samples if s.get("epoch", 0) >= 1]
+    ex = lambda s: s["epoch"] * args.records + s["examples"]  # noqa: E731
+    rate = (ex(later[-1]) - ex(later[0])) / (later[-1]["time"] - later[0]["time"])
+    return {"steady": rate, "wall_s": wall, "loss": m["epochs"][-1]["mean_loss"],
+            "steps_per_execution": m.get("steps_per_execution")}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--records", type=int, default=60_000)
+    ap.add_argument("--shards", type=int, default=8)
+    ap.add_argument("--epochs", type=int, default=3)
+    ap.add_argument("--batch-size", type=int, default=64)
+    ap.add_argument("--wide-batch-size", type=int, default=512)
+    ap.add_argument("--task-records", type=int, default=1000)
+    ap.add_argument("--steps-per-execution", default="auto", help="tfhadoop train's setting")
+    ap.add_argument("--skip", default="", help="comma list of row keys to leave out")
+    args = ap.parse_args()
+    skip = set(args.skip.split(","))
+    args.folder = tempfile.mkdtemp(prefix="bench-steps-")
+    peers.write_dataset(args.folder, args.records, args.shards)
+    print(f"load before: {os.getloadavg()} on {os.cpu_count()} cores; {args.records} records x {args.epochs} epochs, "
+          f"batch {args.batch_size} (wide: {args.wide_batch_size})", flush=True)
+    rows, names = {}, {}
+
+    def row(key: str, name: str, fn) -> None:
+        if key in skip:
+            return
+        names[key] = name
+        rows[key] = fn()
+        print(key, name, json.dumps(rows[key]), f"load {os.getloadavg()[0]:.1f}", flush=True)
+
+    if "overhead" not in skip:
+        print("task closure:", json.dumps(task_overhead()), flush=True)
+    b, wb = args.batch_size, args.wide_batch_size
+    row("a", "fit, 1 process", lambda: fit_row("a", args, 1, 16, b, "model"))
+    row("b1", "fit, PSS 1 PS + 2 workers, steps_per_execution=1", lambda: fit_row("b", args, 2, 1, b, "model"))
+    row("b16", "fit, PSS 1 PS + 2 workers, steps_per_execution=16", lambda: fit_row("b", args, 2, 16, b, "model"))
+    row("wa", f"wide model, fit, 1 process, batch {wb}", lambda: fit_row("a", args, 1, 16, wb, "wide_model"))
+    if not {"c1", "c2", "wc2"} <= skip:
+        from benchcluster import bench_cluster
+
+        from tfhadoop.connectors import hdfs
+
+        with bench_cluster():
+            base = f"hdfs:///tmp/bench-steps-{uuid.uuid4().hex[:8]}"
+            hdfs.upload_dir(args.folder, f"{base}/data")
+            spe = args.steps_per_execution
+            row("c1", f"tfhadoop train 1 PS + 1 worker (spe {spe})", lambda: train_row(args, base, 1, b, "model", spe))
+            row("c2", f"tfhadoop train 1 PS + 2 workers (spe {spe})", lambda: train_row(args, base, 2, b, "model", spe))
+            row("wc2", f"wide model, tfhadoop train 1 PS + 2 workers, batch {wb}",
+                lambda: train_row(args, base, 2, wb, "wide_model", spe))
+            hdfs.delete(base)
+    print(f"\nload after: {os.getloadavg()}")
+    print(f"{'run':<62} {'steady ex/s':>12} {'wall s':>8} {'last loss':>10}")
+    for k, r in rows.items():
+        print(f"{k + ' ' + names[k]:<62} {r['steady']:>12.0f} {r['wall_s']:>8.1f} {r['loss']:>10.4f}")
+    for num, den, target in (("c2", "b16", 1.0), ("c2", "b1", None), ("c2", "c1", 1.6), ("wc2", "wa", 0.8)):
+        if num in rows and den in rows:
+            ratio = rows[num]["steady"] / rows[den]["steady"]
+            print(f"{num}/{den}: {ratio:.2f}" + (f" (target >= {target})" if target else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
