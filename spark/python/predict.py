@@ -23,6 +23,7 @@ Why it is built this way:
 from __future__ import annotations
 
 import argparse
+import gc
 import io
 import logging
 import os
@@ -228,15 +229,23 @@ def _model(key: str, payload, loads) -> object:
         import tensorflow as tf
 
         _pin_threads(tf)
+        base = key.split("#", 1)[0]
+        stale = [k for k in _LOADED if k.split("#", 1)[0] == base]  # an earlier Scorer of the same model
+        if stale:
+            gc.unfreeze()  # its objects become collectable again
+            for old in stale:
+                del _LOADED[old]
         folder = tempfile.mkdtemp(prefix="tfhadoop-model-")
         with tarfile.open(fileobj=io.BytesIO(payload.value), mode="r") as tar:
             tar.extractall(folder, filter="data")
         fn = _serving(folder)
-        base = key.split("#", 1)[0]
-        for old in [k for k in _LOADED if k.split("#", 1)[0] == base]:  # an earlier Scorer of the same model
-            del _LOADED[old]
         _LOADED[key] = fn
         loads.add(1)
+        # PySpark's daemon runs a full gc.collect() after every task of a reused worker; with
+        # TensorFlow and the model loaded that walk costs ~0.15 CPU-s per task (BENCHMARKS.md,
+        # issue 15). They live as long as the worker: out of the collector's sight.
+        gc.collect()
+        gc.freeze()
     return fn
 
 
