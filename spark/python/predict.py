@@ -11,8 +11,11 @@ Why it is built this way:
 - The SavedModel goes to the executors as one broadcast tar (no HDFS client or credentials needed
   there) and is loaded once per Python worker process (``_LOADED``; Spark reuses its workers),
   not per batch; ``model_loads`` counts the loads.
-- Rows travel as Arrow batches (``mapInArrow``); an array or ML vector column feeds a
-  ``[None, k]`` input as one (rows, k) array, no per-row Python.
+- Scoring is a scalar Arrow UDF over the model's input columns (``arrow_udf``, PySpark 4.1+):
+  only those columns travel to Python and only the scores come back; the rest of the row stays
+  in the JVM (an older PySpark falls back to ``mapInArrow``, which ships every column both
+  ways). An array or ML vector column feeds a ``[None, k]`` input as one (rows, k) array, no
+  per-row Python. TensorFlow in each worker uses the task's cores (``spark.task.cpus``).
 - One column per model output: a single output is ``prediction_col``; several are named after
   the signature's output keys. A scalar output ((n,) or (n, 1)) is a number column, a wider one
   an array column.
@@ -20,6 +23,7 @@ Why it is built this way:
 from __future__ import annotations
 
 import argparse
+import gc
 import io
 import logging
 import os
@@ -203,28 +207,54 @@ def _spark_type(o: Output):
 
 # -- on the executors -----------------------------------------------------------------------------
 
+def _pin_threads(tf) -> None:
+    """TensorFlow in a Spark task uses the task's cores (``spark.task.cpus``), not the machine's:
+    every task slot runs its own Python worker, and per-machine thread pools in each of them
+    oversubscribe the cores and burn CPU spinning. Only possible before the worker's first op."""
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    cpus = max(1, ctx.cpus()) if ctx is not None else 1
+    try:
+        tf.config.threading.set_intra_op_parallelism_threads(cpus)
+        tf.config.threading.set_inter_op_parallelism_threads(cpus)
+    except RuntimeError:  # TensorFlow already ran in this worker (another UDF): its pools stay
+        log.debug("TensorFlow already initialised in this worker; thread pools left as they are")
+
+
 def _model(key: str, payload, loads) -> object:
     fn = _LOADED.get(key)
     if fn is None:
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+        import tensorflow as tf
+
+        _pin_threads(tf)
+        base = key.split("#", 1)[0]
+        stale = [k for k in _LOADED if k.split("#", 1)[0] == base]  # an earlier Scorer of the same model
+        if stale:
+            gc.unfreeze()  # its objects become collectable again
+            for old in stale:
+                del _LOADED[old]
         folder = tempfile.mkdtemp(prefix="tfhadoop-model-")
         with tarfile.open(fileobj=io.BytesIO(payload.value), mode="r") as tar:
             tar.extractall(folder, filter="data")
         fn = _serving(folder)
-        base = key.split("#", 1)[0]
-        for old in [k for k in _LOADED if k.split("#", 1)[0] == base]:  # an earlier Scorer of the same model
-            del _LOADED[old]
         _LOADED[key] = fn
         loads.add(1)
+        # PySpark's daemon runs a full gc.collect() after every task of a reused worker; with
+        # TensorFlow and the model loaded that walk costs ~0.15 CPU-s per task (BENCHMARKS.md,
+        # issue 15). They live as long as the worker: out of the collector's sight.
+        gc.collect()
+        gc.freeze()
     return fn
 
 
-def _column_array(batch, feed: Feed):
-    """The batch's column as a numpy array of (rows, *feed.shape); nulls and ragged rows are errors."""
+def _column_array(arr, feed: Feed):
+    """An Arrow column as a numpy array of (rows, *feed.shape); nulls and ragged rows are errors."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    arr = batch.column(batch.schema.get_field_index(feed.column))
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
     if arr.null_count:
@@ -263,18 +293,49 @@ def _to_arrow(values, o: Output):
     return pa.ListArray.from_arrays(pa.array(offsets), pa.array(flat.reshape(-1)))
 
 
-def score_batches(batches, key: str, payload, loads, feeds: list[Feed], outputs: list[Output]):
-    """``mapInArrow`` function: the input batches with one column per model output appended."""
-    import pyarrow as pa
+def score_arrays(columns, key: str, payload, loads, feeds: list[Feed], outputs: list[Output]) -> list:
+    """The model run on one batch: the feeds' Arrow columns in, one Arrow array per output out."""
     import tensorflow as tf
 
     fn = _model(key, payload, loads)
+    result = fn(**{f.name: tf.constant(_column_array(c, f)) for f, c in zip(feeds, columns)})
+    return [_to_arrow(result[o.key].numpy(), o) for o in outputs]
+
+
+def _scoring_udf(key, payload, loads, feeds: list[Feed], outputs: list[Output], return_type):
+    """A scalar Arrow UDF over the feed columns: only the model's inputs travel to Python and only
+    its outputs come back (the other columns stay in the JVM); several outputs as one struct."""
+    from pyspark.sql.functions import arrow_udf
+
+    def score(*columns):
+        import pyarrow as pa
+
+        arrays = score_arrays(columns, key, payload, loads, feeds, outputs)
+        if len(outputs) == 1:
+            return arrays[0]
+        return pa.StructArray.from_arrays(arrays, names=[o.column for o in outputs])
+
+    return arrow_udf(score, return_type)
+
+
+def append_scores(batches, key: str, payload, loads, feeds: list[Feed], outputs: list[Output]):
+    """``mapInArrow`` function for a PySpark without Arrow UDFs (before 4.1): every column goes to
+    Python and back, with one column per model output appended."""
+    import pyarrow as pa
+
     for batch in batches:
         if batch.num_rows == 0:
             continue
-        result = fn(**{f.name: tf.constant(_column_array(batch, f)) for f in feeds})
-        cols = list(batch.columns) + [_to_arrow(result[o.key].numpy(), o) for o in outputs]
-        yield pa.RecordBatch.from_arrays(cols, names=batch.schema.names + [o.column for o in outputs])
+        columns = [batch.column(batch.schema.get_field_index(f.column)) for f in feeds]
+        arrays = score_arrays(columns, key, payload, loads, feeds, outputs)
+        yield pa.RecordBatch.from_arrays(list(batch.columns) + arrays,
+                                         names=batch.schema.names + [o.column for o in outputs])
+
+
+def has_arrow_udf() -> bool:
+    from pyspark.sql import functions as F
+
+    return hasattr(F, "arrow_udf")
 
 
 # -- transform ------------------------------------------------------------------------------------
@@ -301,6 +362,28 @@ class Scorer:
 
         feeds, vectors = plan_feeds(df.schema, self.inputs, where)
         outputs = plan_outputs(self.outputs, prediction_col, df.columns)
+
+        def col(name):
+            return F.col("`" + name.replace("`", "``") + "`")
+
+        if not has_arrow_udf():
+            return self._map_in_arrow(df, feeds, vectors, outputs)
+        args = [vector_to_array(col(f.column)) if f.column in vectors else col(f.column) for f in feeds]
+        if len(outputs) == 1:
+            udf = _scoring_udf(self.key, self.payload, self.model_loads, feeds, outputs, _spark_type(outputs[0]))
+            return df.withColumn(outputs[0].column, udf(*args))
+        struct = StructType([StructField(o.column, _spark_type(o)) for o in outputs])
+        udf = _scoring_udf(self.key, self.payload, self.model_loads, feeds, outputs, struct)
+        tmp = f"__tfhadoop_scores_{uuid.uuid4().hex[:8]}"
+        scored = df.select(*[col(c) for c in df.columns], udf(*args).alias(tmp))
+        return scored.select(*[col(c) for c in df.columns], *[F.col(f"{tmp}.`{o.column}`").alias(o.column)
+                                                              for o in outputs])
+
+    def _map_in_arrow(self, df, feeds, vectors, outputs):
+        from pyspark.ml.functions import vector_to_array
+        from pyspark.sql import functions as F
+        from pyspark.sql.types import StructField, StructType
+
         if vectors:  # ML vectors as float arrays, so the executors read plain Arrow lists
             df = df.select(*[vector_to_array(F.col(f"`{c}`")).alias(c) if c in vectors else F.col(f"`{c}`")
                              for c in df.columns])
@@ -309,7 +392,7 @@ class Scorer:
         key, payload, loads = self.key, self.payload, self.model_loads
 
         def fn(batches):
-            return score_batches(batches, key, payload, loads, feeds, outputs)
+            return append_scores(batches, key, payload, loads, feeds, outputs)
 
         return df.mapInArrow(fn, schema)
 

@@ -144,9 +144,12 @@ def test_missing_or_mistyped_column_is_an_error_before_any_task(spark, features,
     assert set(tracker.getJobIdsForGroup(None)) == jobs  # no Spark job ran
 
 
-def test_vector_input_and_vector_output_columns(spark, hadoop_cluster, tmp_path):
+@pytest.mark.parametrize("arrow_udf", [True, False], ids=["arrow_udf", "mapInArrow"])
+def test_vector_input_and_vector_output_columns(spark, hadoop_cluster, tmp_path, monkeypatch, arrow_udf):
     """A two-output model fed from an ML vector column: the [None, 3] output is an array column,
-    the [None, 1] one a number; both equal the model's own predict."""
+    the [None, 1] one a number; both equal the model's own predict. Through the Arrow UDF (the
+    vector column comes out unchanged, the UDF runs once per row) and through the ``mapInArrow``
+    fallback of a PySpark without Arrow UDFs."""
     os.environ["TF_USE_LEGACY_KERAS"] = "1"
     import tf_keras
     from pyspark.ml.feature import VectorAssembler
@@ -165,8 +168,15 @@ def test_vector_input_and_vector_output_columns(spark, hadoop_cluster, tmp_path)
     rows = [(i, float(i % 5), float(i % 3), float(i % 7), i * 0.1) for i in range(300)]
     df = spark.createDataFrame(rows, "id int, f1 double, f2 double, f3 double, a double")
     df = VectorAssembler(inputCols=["f1", "f2", "f3"], outputCol="v").transform(df).select("id", "v", "a")
+    from tfhadoop.spark import predict
+
+    monkeypatch.setattr(predict, "has_arrow_udf", lambda: arrow_udf)
     scores = Model(url).transform(df)
     assert dict(scores.dtypes)["emb"] == "array<float>" and dict(scores.dtypes)["score"] == "float"
+    assert dict(scores.dtypes)["v"] == ("vector" if arrow_udf else "array<double>")
+    if arrow_udf:  # one evaluation of the model per row, though two columns come out of its struct
+        plan = scores._jdf.queryExecution().executedPlan().toString()
+        assert plan.count("ArrowEvalPython") == 1 and plan.count("score(") == 1, plan
     got = scores.orderBy("id").collect()
     vin = np.array([[r[1], r[2], r[3]] for r in rows], dtype=np.float32)
     ain = np.array([r[4] for r in rows], dtype=np.float32)
