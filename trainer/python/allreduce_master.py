@@ -28,7 +28,7 @@ from tfhadoop.trainer import protocol
 from tfhadoop.trainer.allreduce import STOP_EXIT
 from tfhadoop.trainer.job import job_settings
 from tfhadoop.trainer.jobpage import Sampler
-from tfhadoop.trainer.master import CLUSTER_ERRORS, REPLACE_BACKOFF_MAX_S, EventLog, Master, Rule
+from tfhadoop.trainer.master import CLUSTER_ERRORS, REPLACE_BACKOFF_MAX_S, EventLog, Master, Rule, TableMachine
 
 EXIT_GRACE_S = 15  # a training process's cluster error waits this long for the container loss behind it
 
@@ -78,9 +78,11 @@ TRANSITIONS: dict[Event, Rule] = {
 }
 
 
-class RingMaster:
+class RingMaster(TableMachine):
     """The allreduce job master; the same outward face as :class:`master.Master` for ``main``,
     the job page and the client (events, progress, result)."""
+
+    TRANSITIONS = TRANSITIONS
 
     def __init__(self, app, job: dict, work: str, clock=time.monotonic, attempt: int = 1):
         self.app, self.job, self.work, self.clock, self.attempt = app, job_settings(job), work, clock, attempt
@@ -107,25 +109,7 @@ class RingMaster:
         self.progress_at_ring: bytes | None = None
         self.first_round_seen = True
 
-    # -- the state machine (same rules as master.Master.dispatch) ------------------------------
-    def dispatch(self, event: Event, **data) -> None:
-        rule = TRANSITIONS[event]
-        if self.state not in rule.states:
-            return
-        before = self.state
-        nxt = getattr(self, f"on_{event.value}")(**data) or self.state
-        if nxt not in rule.next and not (rule.stay and nxt == before):
-            raise AssertionError(f"{event.value} in {self.state.value} led to {nxt.value}")
-        self.state = nxt
-
-    def fail(self, diagnostics: str) -> State:
-        self.outcome = ("FAILED", diagnostics)
-        return State.FAILED
-
-    @property
-    def done(self) -> bool:
-        return self.state in (State.SUCCEEDED, State.FAILED)
-
+    # -- the state machine's handlers (dispatch: master.TableMachine) -------------------------
     def stop_coordinator(self) -> None:
         """No coordinator process in this mode (``master.main`` calls it on every master)."""
 

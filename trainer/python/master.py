@@ -174,6 +174,33 @@ class Rule:
     stay: bool = False  # it may also leave the state as it is
 
 
+class TableMachine:
+    """``dispatch``/``fail``/``done`` over a class's ``TRANSITIONS`` table, shared by the PS master
+    and the allreduce ring master: an event is handled only in the states its rule names, by
+    ``on_<event>``, which returns the next state (None: stay), and that state must be one the rule
+    allows. Subclasses' ``State`` enums have SUCCEEDED and FAILED."""
+
+    TRANSITIONS: dict = {}
+
+    def dispatch(self, event, **data) -> None:
+        rule = self.TRANSITIONS[event]
+        if self.state not in rule.states:
+            return
+        before = self.state
+        nxt = getattr(self, f"on_{event.value}")(**data) or self.state
+        if nxt not in rule.next and not (rule.stay and nxt == before):
+            raise AssertionError(f"{event.value} in {self.state.value} led to {nxt.value}, not in {sorted(rule.next)}")
+        self.state = nxt
+
+    def fail(self, diagnostics: str):
+        self.outcome = ("FAILED", diagnostics)
+        return type(self.state).FAILED
+
+    @property
+    def done(self) -> bool:
+        return self.state in (type(self.state).SUCCEEDED, type(self.state).FAILED)
+
+
 # The state machine, all of it: for each event, where it is handled, what its handler
 # (``Master.on_<event>``) does, and where that can lead. ``Master.dispatch`` enforces both sets.
 TRANSITIONS: dict[Event, Rule] = {
@@ -223,7 +250,9 @@ def transition_table() -> str:
     return "\n".join(rows) + "\n"
 
 
-class Master:
+class Master(TableMachine):
+    TRANSITIONS = TRANSITIONS
+
     def __init__(self, app, job: dict, work: str, clock=time.monotonic, attempt: int = 1):
         self.app, self.job, self.work, self.clock, self.attempt = app, job_settings(job), work, clock, attempt
         job = self.job
@@ -258,27 +287,7 @@ class Master:
         self.first_wave_seen = True
         self.rescale_pending = False
 
-    # -- the state machine --------------------------------------------------------------------
-    def dispatch(self, event: Event, **data) -> None:
-        """Run ``event``'s handler if the table handles it in the current state; the handler
-        returns the next state (None: stay), which must be one the table allows."""
-        rule = TRANSITIONS[event]
-        if self.state not in rule.states:
-            return
-        before = self.state
-        nxt = getattr(self, f"on_{event.value}")(**data) or self.state
-        if nxt not in rule.next and not (rule.stay and nxt == before):
-            raise AssertionError(f"{event.value} in {self.state.value} led to {nxt.value}, not in {sorted(rule.next)}")
-        self.state = nxt
-
-    def fail(self, diagnostics: str) -> State:
-        self.outcome = ("FAILED", diagnostics)
-        return State.FAILED
-
-    @property
-    def done(self) -> bool:
-        return self.state in (State.SUCCEEDED, State.FAILED)
-
+    # -- the state machine's handlers (dispatch: TableMachine) ---------------------------------
     def on_am_restarted(self) -> State | None:
         from tfhadoop.trainer import jobdir
 
