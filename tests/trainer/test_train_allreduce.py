@@ -12,7 +12,7 @@ import pytest
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import trainer_test_models as models  # noqa: E402
-from test_train_yarn import _events, _hog, _lost_events, _metrics, _state_epoch, _wait, dataset  # noqa: E402,F401
+from test_train_yarn import _events, _hog, _metrics, _wait, dataset, preempt_a_worker  # noqa: E402,F401
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
@@ -64,34 +64,13 @@ def test_preempted_worker_ring_reforms_smaller_then_grows_back(hadoop_cluster, d
     """YARN preempts a worker (the `urgent` queue, as in the PS mode's test): the survivor trains
     on in a ring of one, the replacement joins at a round boundary once resources return, and
     every epoch trains each example exactly once."""
-    import skein
-
     # 2 GB master + 2 x 5 GB workers in `train` leave 4 GB of 16 GB; `urgent` asks for 3 x 2 GB
     # and the preemption monitor takes back the newest container of `train`: a worker.
     epochs = 40
     run, proc = _train(hadoop_cluster, dataset, background=True,
                        extra=["--workers", "2", "--min-workers", "1", "--epochs", str(epochs), "--queue", "train",
                               "--worker-memory", "5g"])
-    urgent = None
-    try:
-        _wait(lambda: (_state_epoch(run) or 0) >= 2 or proc.poll() is not None, 300, "two epochs")
-        assert proc.poll() is None, proc.communicate()[1][-3000:]
-        with skein.Client() as client:
-            urgent = _hog(client, "urgent", queue="urgent", instances=3, memory=2048)
-            lost = _wait(lambda: _lost_events(run), 120, "a preempted container")
-            assert lost[0]["role"] == "worker" and lost[0]["diagnostics"] == "Container preempted by scheduler", lost
-            epoch_at_loss = _state_epoch(run)
-            # The survivor trains on alone while the replacement waits for resources.
-            _wait(lambda: (_state_epoch(run) or 0) >= epoch_at_loss + 2, 240, "training on with one worker")
-            urgent.shutdown()
-            urgent = None
-        out, err = proc.communicate(timeout=900)
-    finally:
-        if urgent is not None:
-            urgent.shutdown()
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 0, (out + err)[-4000:]
+    preempt_a_worker(hadoop_cluster, run, proc, alone_timeout=240)
     metrics = _metrics(run)
     assert [e["examples"] for e in metrics["epochs"]] == [2400] * epochs  # exactly once per epoch
     events = _events(run)
@@ -115,11 +94,7 @@ def test_gang_timeout_releases_a_half_started_job_so_a_competing_one_runs(hadoop
     import skein
 
     with skein.Client() as client:
-        hog = client.submit_and_connect(skein.ApplicationSpec(
-            name="gpu-hog", queue="default", max_attempts=1,
-            master=skein.Master(resources=skein.Resources(memory=256, vcores=1)),
-            services={"task": skein.Service(instances=3, resources=skein.Resources(memory=512, vcores=1, gpus=1),
-                                            script="sleep 600")}))
+        hog = _hog(client, "gpu-hog", queue="default", instances=3, memory=512, gpus=1)
         try:
             _wait(lambda: len(hog.get_containers(services=["task"], states=["RUNNING"])) == 3, 120, "3 GPUs held")
             run_a, a = _train(hadoop_cluster, dataset, background=True,

@@ -194,26 +194,22 @@ def _hog(client, name: str, queue: str, instances: int, memory: int, gpus: int =
                                         script="sleep 600")}))
 
 
-def test_preempted_worker_is_replaced_and_rejoins_without_restart(hadoop_cluster, dataset):
+def preempt_a_worker(hadoop_cluster, run, proc, alone_timeout: float = 180) -> None:
+    """Drive a job of 2 x 5 GB workers in `train` (with --min-workers 1) through a preemption: after
+    two epochs `urgent` asks for 3 x 2 GB and the preemption monitor takes back the newest
+    container of `train`, a worker; the job must train two more epochs with the other worker while
+    the replacement waits, then gets the resources back and must end with exit status 0."""
     import skein
 
-    # 2 GB master + 1 GB PS + 2 x 5 GB workers in `train` leave 3 GB of 16 GB; `urgent` then asks
-    # for 3 x 2 GB and the preemption monitor takes back the newest container of `train`: a worker.
-    epochs = 60
-    run, proc = _train(hadoop_cluster, dataset, background=True,
-                       extra=["--workers", "2", "--min-workers", "1", "--epochs", str(epochs), "--queue", "train",
-                              "--worker-memory", "5g"])
     urgent = None
     try:
         _wait_epochs(hadoop_cluster, run, proc, 2)
         with skein.Client() as client:
             urgent = _hog(client, "urgent", queue="urgent", instances=3, memory=2048)
             lost = _wait(lambda: _lost_events(run), 120, "a preempted container")
-            assert lost[0]["role"] == "worker", lost
-            assert lost[0]["diagnostics"] == "Container preempted by scheduler"
+            assert lost[0]["role"] == "worker" and lost[0]["diagnostics"] == "Container preempted by scheduler", lost
             epoch_at_loss = _state_epoch(run)
-            # Training goes on with the other worker while the replacement waits for resources.
-            _wait(lambda: (_state_epoch(run) or 0) >= epoch_at_loss + 2, 180, "training on with one worker")
+            _wait(lambda: (_state_epoch(run) or 0) >= epoch_at_loss + 2, alone_timeout, "training on with one worker")
             urgent.shutdown()
             urgent = None
         out, err = proc.communicate(timeout=900)
@@ -223,6 +219,15 @@ def test_preempted_worker_is_replaced_and_rejoins_without_restart(hadoop_cluster
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 0, (out + err)[-4000:]
+
+
+def test_preempted_worker_is_replaced_and_rejoins_without_restart(hadoop_cluster, dataset):
+    # 2 GB master + 1 GB PS + 2 x 5 GB workers in `train` leave 3 GB of 16 GB for `urgent`.
+    epochs = 60
+    run, proc = _train(hadoop_cluster, dataset, background=True,
+                       extra=["--workers", "2", "--min-workers", "1", "--epochs", str(epochs), "--queue", "train",
+                              "--worker-memory", "5g"])
+    preempt_a_worker(hadoop_cluster, run, proc)
     metrics = _metrics(run)
     assert [e["examples"] for e in metrics["epochs"]] == [2400] * epochs  # exactly once per epoch
     events = _events(run)
