@@ -150,3 +150,21 @@ def test_model_bug_fails_at_once_and_a_cluster_error_restarts_after_its_grace(ri
     ring.app.kv["ring_exit/0"] = json.dumps({"gen": 2, "rc": 1, "error": {"type": "ValueError",
                                                                         "message": "model bug"}}).encode()
     assert ring.step() == ("FAILED", "ValueError: model bug")
+
+
+def test_a_silent_member_is_killed_as_hung_and_the_ring_reforms(ring):
+    """The ring master's hang detection: the heartbeat of worker 0 stops changing, worker 1's goes
+    on; after ``hang_timeout`` s worker 0's container is killed and its loss re-forms the ring."""
+    ring.job["hang_timeout"] = 60
+    _formed(ring)
+    ring.app.kv["hb/worker/0"], ring.app.kv["hb/worker/1"] = b"worker_0 1", b"worker_1 1"
+    ring.step()
+    for t, n in ((30, 2), (61.5, 3)):
+        ring.now[0] = t
+        ring.app.kv["hb/worker/1"] = f"worker_1 {n}".encode()
+        ring.step()
+    assert ring.app.killed == ["worker_0"]
+    hang = next(e for e in ring.events.events if e["event"] == "hang_detected")
+    assert hang["slot"] == 0 and hang["silent_s"] == 61.5
+    ring.step()
+    assert "container_lost" in _kinds(ring)

@@ -28,7 +28,14 @@ from tfhadoop.trainer import protocol
 from tfhadoop.trainer.allreduce import STOP_EXIT
 from tfhadoop.trainer.job import job_settings
 from tfhadoop.trainer.jobpage import Sampler
-from tfhadoop.trainer.master import CLUSTER_ERRORS, REPLACE_BACKOFF_MAX_S, EventLog, Master, Rule, TableMachine
+from tfhadoop.trainer.master import (
+    CLUSTER_ERRORS,
+    REPLACE_BACKOFF_MAX_S,
+    EventLog,
+    HeartbeatWatch,
+    Rule,
+    TableMachine,
+)
 
 EXIT_GRACE_S = 15  # a training process's cluster error waits this long for the container loss behind it
 
@@ -78,7 +85,7 @@ TRANSITIONS: dict[Event, Rule] = {
 }
 
 
-class RingMaster(TableMachine):
+class RingMaster(TableMachine, HeartbeatWatch):
     """The allreduce job master; the same outward face as :class:`master.Master` for ``main``,
     the job page and the client (events, progress, result)."""
 
@@ -141,9 +148,6 @@ class RingMaster(TableMachine):
             self.since = self.clock()
             return State.REFORMING
         return None
-
-    def on_heartbeat_stale(self, role: str, slot: int, container: str, silent_s: float) -> None:
-        Master.on_heartbeat_stale(self, role, slot, container, silent_s)
 
     def on_replacement_due(self, role: str, slot: int) -> None:
         self.delayed.pop((role, slot), None)
@@ -258,8 +262,10 @@ class RingMaster(TableMachine):
                 self.live.pop(self.containers[c.id], None)
                 continue
             self.dispatch(Event.CONTAINER_LOST, c=c)
+        beats = self.app.kv.get_prefix(protocol.KV_HEARTBEAT)
+        self.note_beats(beats)
         if self.job["hang_timeout"] and not self.done:
-            for stale in Master.stale_heartbeats(self, self.app.kv.get_prefix(protocol.KV_HEARTBEAT)):
+            for stale in self.stale_heartbeats(beats):
                 self.dispatch(Event.HEARTBEAT_STALE, **stale)
         for (_, slot), due in list(self.delayed.items()):
             if self.clock() >= due and not self.done:

@@ -250,7 +250,51 @@ def transition_table() -> str:
     return "\n".join(rows) + "\n"
 
 
-class Master(TableMachine):
+class HeartbeatWatch:
+    """Hang detection shared by the PS master and the ring master: when each live container's
+    heartbeat (``hb/<role>/<slot>`` in the key-value store) last changed, and the kill of one
+    silent for ``hang_timeout`` s. Needs ``live``, ``beats``, ``hung``, ``clock``, ``job``,
+    ``events`` and ``app`` on the master."""
+
+    def note_beats(self, beats: dict) -> None:
+        """When each live container's heartbeat last changed, by this master's clock (the roles'
+        clocks are never compared)."""
+        now = self.clock()
+        for (role, slot), cid in self.live.items():
+            value = beats.get(f"{protocol.KV_HEARTBEAT}{role}/{slot}")
+            if value is None or value.split(b" ", 1)[0].decode() != cid:
+                continue
+            last = self.beats.get(cid)
+            if last is None or last[0] != value:
+                self.beats[cid] = (value, now)
+
+    def silent_for(self, role: str, slot: int) -> float:
+        """Seconds since the slot's live container last beat; 0 before its first beat (then
+        ``startup_timeout`` covers it) or when no container is live."""
+        last = self.beats.get(self.live.get((role, slot), ""))
+        return self.clock() - last[1] if last else 0.0
+
+    def stale_heartbeats(self, beats: dict) -> list[dict]:
+        """Live containers whose heartbeat has not changed for ``hang_timeout`` s. A container
+        counts from its first beat: before that, ``startup_timeout`` covers it."""
+        out = []
+        for (role, slot), cid in sorted(self.live.items()):
+            silent = self.silent_for(role, slot)
+            if cid not in self.hung and silent > self.job["hang_timeout"]:
+                out.append({"role": role, "slot": slot, "container": cid, "silent_s": silent})
+        return out
+
+    def on_heartbeat_stale(self, role: str, slot: int, container: str, silent_s: float) -> None:
+        self.hung.add(container)
+        self.events.add("hang_detected", role=role, slot=slot, container=container, silent_s=round(silent_s, 1),
+                        hang_timeout=self.job["hang_timeout"])
+        try:
+            self.app.kill_container(container)
+        except Exception as exc:  # noqa: BLE001 - it ended meanwhile: its loss is seen all the same
+            print(f"cannot kill {container}: {exc}", flush=True)
+
+
+class Master(TableMachine, HeartbeatWatch):
     TRANSITIONS = TRANSITIONS
 
     def __init__(self, app, job: dict, work: str, clock=time.monotonic, attempt: int = 1):
@@ -331,15 +375,6 @@ class Master(TableMachine):
             self.abandoned.add(slot)
             return None
         return self.replace(role, slot, n, delay=0 if n == 1 else min(2 ** (n - 1), REPLACE_BACKOFF_MAX_S))
-
-    def on_heartbeat_stale(self, role: str, slot: int, container: str, silent_s: float) -> None:
-        self.hung.add(container)
-        self.events.add("hang_detected", role=role, slot=slot, container=container, silent_s=round(silent_s, 1),
-                        hang_timeout=self.job["hang_timeout"])
-        try:
-            self.app.kill_container(container)
-        except Exception as exc:  # noqa: BLE001 - it ended meanwhile: its loss is seen all the same
-            print(f"cannot kill {container}: {exc}", flush=True)
 
     def on_replacement_due(self, role: str, slot: int) -> State | None:
         return self.start_replacement(role, slot, self.state)
@@ -453,40 +488,12 @@ class Master(TableMachine):
             if self.clock() >= due and not self.done:
                 self.dispatch(Event.REPLACEMENT_DUE, role=role, slot=slot)
 
-    def note_beats(self, beats: dict) -> None:
-        """When each live container's heartbeat last changed, by this master's clock (the roles'
-        clocks are never compared)."""
-        now = self.clock()
-        for (role, slot), cid in self.live.items():
-            value = beats.get(f"{protocol.KV_HEARTBEAT}{role}/{slot}")
-            if value is None or value.split(b" ", 1)[0].decode() != cid:
-                continue
-            last = self.beats.get(cid)
-            if last is None or last[0] != value:
-                self.beats[cid] = (value, now)
-
-    def silent_for(self, role: str, slot: int) -> float:
-        """Seconds since the slot's live container last beat; 0 before its first beat (then
-        ``startup_timeout`` covers it) or when no container is live."""
-        last = self.beats.get(self.live.get((role, slot), ""))
-        return self.clock() - last[1] if last else 0.0
-
     def unheard(self, role: str, slot: int) -> bool:
         """The slot's server has not beaten since the last coordinator failure, or has been silent
         for ``SILENT_S``: after a lost node its process is gone but its "up" key stays until YARN
         declares the node lost, and a coordinator given it would only fail again."""
         last = self.beats.get(self.live.get((role, slot), ""))
         return last is not None and (last[1] <= self.failed_at or self.clock() - last[1] > SILENT_S)
-
-    def stale_heartbeats(self, beats: dict) -> list[dict]:
-        """Live containers whose heartbeat has not changed for ``hang_timeout`` s. A container
-        counts from its first beat: before that, ``startup_timeout`` covers it."""
-        out = []
-        for (role, slot), cid in sorted(self.live.items()):
-            silent = self.silent_for(role, slot)
-            if cid not in self.hung and silent > self.job["hang_timeout"]:
-                out.append({"role": role, "slot": slot, "container": cid, "silent_s": silent})
-        return out
 
     def observe_coordinator(self, up: dict) -> None:
         if self.coordinator is None:  # PS_RECOVERY: stopped for a lost PS whose replacement waits
