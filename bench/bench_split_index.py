@@ -20,30 +20,29 @@ import tempfile
 import time
 
 
-def nested_file(spark, fmt, base, mb):
+def nested_file(base, mb):
     """One file of ~``mb`` MB whose records are TFRecord streams: 1..4 inner records of 1 KB each,
     and two records (at 1/3 and 2/3) streams of 80 000 such records, 81 MB each, longer than a 64 MB
-    split; written with and without an index. Returns ({"with_index"|"no_index": dir}, records)."""
-    from pyspark.sql import functions as F
+    split; written by our Python writer with and without an index (the same bytes).
+    Returns ({"with_index"|"no_index": dir}, records)."""
+    import random
+
+    from tfhadoop.connectors.tfrecord import encode_record, write_records
 
     n = max(1000, (mb - 163) * 1024 * 1024 // 2560)
     huge = {n // 3, 2 * n // 3}
-    from tfhadoop.connectors.tfrecord import encode_record
 
-    @F.udf("binary")
-    def bundle(i):
-        import random as _r
+    def bundles():
+        rng = random.Random(20)
+        for i in range(n):
+            k = 80_000 if i in huge else rng.randint(1, 4)
+            yield b"".join(encode_record(rng.randbytes(1000)) for _ in range(k))
 
-        rng = _r.Random(i)
-        k = 80_000 if i in huge else rng.randint(1, 4)
-        return b"".join(encode_record(rng.randbytes(1000)) for _ in range(k))
-
-    df = spark.range(n, numPartitions=1).select(bundle("id").alias("byteArray"))
     out = {}
-    for name, interval in (("with_index", "1048576"), ("no_index", "0")):
+    for name, interval in (("with_index", 1 << 20), ("no_index", 0)):
         out[name] = os.path.join(base, "nested_" + name)
-        df.write.format(fmt).option("recordType", "ByteArray").option("indexInterval", interval) \
-            .mode("overwrite").save("file://" + out[name])
+        os.makedirs(out[name])
+        write_records(os.path.join(out[name], "part-0.tfrecord"), bundles(), index_interval=interval)
     return out, n
 
 
@@ -88,7 +87,7 @@ def main():
     side = os.path.join(os.path.dirname(data), "." + os.path.basename(data) + ".tfrindex")
     assert os.path.isfile(side) and not glob.glob(os.path.join(paths["no_index"], ".part-*.tfrindex"))
 
-    nested, nested_rows = nested_file(spark, fmt, base, args.nested_mb)
+    nested, nested_rows = nested_file(base, args.nested_mb)
     reads = {
         "index": (paths["with_index"], {}, schema, args.rows),
         "walk_cached": (paths["no_index"], {}, schema, args.rows),
