@@ -19,8 +19,8 @@ import java.util.zip.Checksum;
  * offset whose length and data CRCs match. A split that started on a proven boundary stops at the
  * first record at or past its end without reading it (the next split starts exactly there and
  * reports it if it is corrupt); one that resynced after corruption still validates that record, so
- * corruption at a split boundary is reported once. docs/tfrecord-jvm.md "Exact splits" states the guarantee
- * and its cost.
+ * corruption at a split boundary is reported once. docs/tfrecord-jvm.md "Exact splits" states
+ * the guarantee and its cost.
  *
  * <p>Corrupt input raises {@link CorruptRecordException} ("truncated record at N" / "corrupted
  * record at N") unless {@code skipCorrupt}, in which case the reader resyncs after the bad record
