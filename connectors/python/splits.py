@@ -7,13 +7,16 @@ connectors/python/README.md "Record-boundary index" (the JVM side reads and writ
 ranges of any cut of a file together give each record exactly once, in order:
 
 * with a fresh index the range is snapped to indexed boundaries (no scan);
-* without one, the resync candidate (first offset with valid length and data checksums) is checked
-  by walking the header chain from it; if that chain breaks, or a payload on it starts like a
-  frame (a record holding a TFRecord stream), the first boundary is found by walking the true
-  chain from the file start (``verify="always"`` does that in every split).
+* without one, nothing is guessed (a payload can hold valid frames, so an offset whose checksums
+  match proves nothing): the first record at or after ``start`` is found by walking the header
+  chain (12-byte headers, payloads seeked over) from the nearest proven boundary, the file start
+  or one this process already proved for the same local file version. Only where that chain
+  breaks before the range (the file is corrupt there; the range holding the break reports it)
+  does the reader fall back to the first offset with valid length and data checksums.
 """
 from __future__ import annotations
 
+import io
 import logging
 import os
 import struct
@@ -30,7 +33,8 @@ log = logging.getLogger(__name__)
 
 SUFFIX = ".tfrindex"
 DEFAULT_INTERVAL = 1 << 20
-LOOKAHEAD = 1 << 20
+MARK_INTERVAL = 1 << 20
+_KNOWN_FILES = 256
 MAGIC = b"TFRIDX\x00\x01"
 _HEAD = struct.Struct("<8sIIQQQQQ")
 _ENTRY = struct.Struct("<QQQ")
@@ -158,68 +162,116 @@ def build_boundary_index(path: str, interval: int = DEFAULT_INTERVAL, save: bool
     return idx
 
 
-_BROKEN, _NESTED = -1, -2
+_BROKEN = -1
+_known: dict = {}  # (path, size, mtime_ns) -> sorted proven boundaries; insertion order = age
 
 
-def _walk(f, start: int, until: int, size: int, stop_on_nested: bool) -> int:
-    """Follow record headers from boundary ``start`` to the first boundary >= ``until`` (or the
-    file end); _BROKEN when the chain breaks, _NESTED when a payload starts like a frame."""
-    p = start
+def _file_key(path: str, size: int):
+    """The version of a local file (None elsewhere: remote ranges walk from the file start)."""
+    if fileio.scheme(path) not in ("", "file"):
+        return None
+    try:
+        st = os.stat(fileio._local(path))
+    except OSError:
+        return None
+    return (os.path.realpath(fileio._local(path)), size, st.st_mtime_ns)
+
+
+def _nearest_known(key, pos: int) -> int:
+    import bisect
+
+    marks = _known.get(key) if key else None
+    if not marks:
+        return 0
+    i = bisect.bisect_right(marks, pos) - 1
+    return marks[i] if i >= 0 else 0
+
+
+def _remember(key, offsets) -> None:
+    if not key:
+        return
+    marks = _known.pop(key, [])
+    _known[key] = sorted(set(marks).union(o for o in offsets if o > 0))
+    while len(_known) > _KNOWN_FILES:
+        _known.pop(next(iter(_known)))
+
+
+def forget_boundaries() -> None:
+    """Drop the boundaries this process proved (benchmarks measure the walk from the file start)."""
+    _known.clear()
+
+
+def _walk(f, start: int, until: int, size: int, marks: list | None = None) -> int:
+    """Follow record headers from proven boundary ``start`` to the first boundary >= ``until`` (or
+    the file end); _BROKEN when the chain breaks. Appends a checkpoint to ``marks`` every
+    MARK_INTERVAL bytes and the last boundary before ``until``."""
+    p = last = mark = start
     f.seek(p)
     while p < until and p < size:
         if size - p < 16:
             return _BROKEN
-        h = f.read(24 if stop_on_nested else 12)
+        h = f.read(12)
         if len(h) < 12 or masked_crc(h[:8]) != _U32.unpack_from(h, 8)[0]:
             return _BROKEN
         n = struct.unpack_from("<Q", h)[0]
         if n > size - p - 16:
             return _BROKEN
-        if stop_on_nested and n >= 16 and len(h) == 24 and masked_crc(h[12:20]) == _U32.unpack_from(h, 20)[0] \
-                and struct.unpack_from("<Q", h, 12)[0] <= n - 16:
-            return _NESTED
+        if marks is not None and p - mark >= MARK_INTERVAL:
+            marks.append(p)
+            mark = p
+        last = p
         p += 16 + n
         f.seek(p)
+    if marks is not None:
+        marks.append(last)
     return p
 
 
-def read_split(path: str, start: int, end: int | None, use_index: bool = True, verify: str = "auto"):
+def read_split(path: str, start: int, end: int | None, use_index: bool = True, walk_cache: bool = True):
     """Yield ``(offset, record)`` for the records of ``path`` that belong to byte range
-    [start, end) (``end=None``: to the file end); see the module docstring for the rule."""
-    if verify not in ("auto", "always"):
-        raise ValueError("verify must be 'auto' or 'always'")
+    [start, end) (``end=None``: to the file end); see the module docstring for the rule.
+    ``walk_cache=False`` walks from the file start even where this process proved a nearer boundary."""
     size = fileio.size(path)
     if size is None:
         raise ValueError(f"{path}: size unknown, cannot split")
     if end is not None and end >= size:
         end = None
     idx = load_boundary_index(path) if use_index and (start > 0 or end is not None) else None
+    key = _file_key(path, size) if walk_cache and idx is None else None
     if idx is not None:
         start = idx.boundary_at_or_after(start)
         if end is not None:
             end = idx.boundary_at_or_after(end)
             end = None if end >= size else end
     elif start > 0:
-        start = _first_boundary(path, start, end, size, verify)
+        start, proven = _first_boundary(path, start, end, size, key)
         if start is None:
             return
+        key = key if proven else None
     if start >= size or (end is not None and start >= end):
         return
+    last = None
     with TFRecordReader(path, "NONE", offset=start, end=end if end is not None else None) as r:
-        yield from r.with_offsets()
+        for item in r.with_offsets():
+            last = item[0]
+            yield item
+    if last is not None:
+        _remember(key, [last])  # the next range's walk is one header from here
 
 
-def _first_boundary(path, start, end, size, verify):
-    with TFRecordReader(path, "NONE", offset=start, resync=True) as r:
-        cand = next((off for off, _ in r.with_offsets()), None)
-    if cand is None or (end is not None and cand >= end):
-        return None
-    with fileio.open_read(path) as f:
-        if verify == "auto":
-            until = size if end is None else min(size, end + LOOKAHEAD)
-            if _walk(f, cand, until, size, True) >= 0:
-                return cand
-        true = _walk(f, 0, start, size, False)
+def _first_boundary(path, start, end, size, key):
+    marks: list = []
+    with fileio.open_read(path) as raw:
+        f = io.BufferedReader(raw, 1 << 16) if isinstance(raw, io.RawIOBase) else raw
+        known = _nearest_known(key, start)
+        true = _walk(f, known, start, size, marks)
+        if true < 0 and known > 0:
+            true = _walk(f, 0, start, size, marks)  # a remembered boundary that does not hold
     if true < 0:
-        return cand  # the chain from the file start breaks before this range: that range reports it
-    return None if (end is not None and true >= end) else true
+        # the chain from the file start breaks before this range: that range reports it; this one
+        # resyncs on the first offset with valid checksums, as reading on after the damage would
+        with TFRecordReader(path, "NONE", offset=start, resync=True) as r:
+            cand = next((off for off, _ in r.with_offsets()), None)
+        return (None if cand is None or (end is not None and cand >= end) else cand), False
+    _remember(key, marks)
+    return (None if (end is not None and true >= end) else true), True

@@ -68,7 +68,7 @@ def test_any_cut_reads_every_record_once(tmp_path, seed, n, max_len, big, interv
     size = os.path.getsize(path)
     assert load_boundary_index(path) is not None
     split = max(1 << split_log, size // 60)  # 1 KB .. 64 MB, at most ~60 splits (keeps the run short)
-    for kw in ({}, {"use_index": False}, {"use_index": False, "verify": "always"}):
+    for kw in ({}, {"use_index": False, "walk_cache": False}, {"use_index": False}):
         got = read_cut(path, size, split, **kw)
         assert [r for _, r in got] == records, kw
         assert [o for o, _ in got] == sorted({o for o, _ in got})
@@ -135,3 +135,26 @@ def test_real_corruption_names_file_and_offset(tmp_path):
         for split in (1000, 7777, 1 << 20):
             with pytest.raises(TFRecordError, match=rf"bad\.tfrecord.*{offsets[victim]}|{offsets[victim]}.*bad\.tfrecord"):
                 read_cut(path, len(data), split, **kw)
+
+
+def test_ranges_inside_a_huge_record_holding_a_stream_return_nothing(tmp_path):
+    """What no check of a resync candidate can decide: a record far longer than the range (and any
+    look-ahead) whose payload is a valid stream of plain records. Only the walk from a proven
+    boundary knows those ranges hold no record start; read in reverse, no range can lean on the
+    boundary its predecessor proved."""
+    from tfhadoop.connectors.splits import forget_boundaries
+
+    rng = random.Random(77)
+    inner = b"".join(encode_record(rng.randbytes(1000)) for _ in range(3000))
+    records = [b"\x01\x02", inner, b"", b"\x03"]
+    path = str(tmp_path / "huge.tfrecord")
+    write_records(path, records, index_interval=0)
+    size = os.path.getsize(path)
+    for walk_cache in (False, True):
+        forget_boundaries()
+        kw = {"walk_cache": walk_cache}
+        assert list(read_split(path, 1 << 20, (1 << 20) + 1024, **kw)) == []
+        parts = [list(read_split(path, s, s + 65536 if s + 65536 < size else None, **kw))
+                 for s in reversed(range(0, size, 65536))]
+        assert [r for part in reversed(parts) for _, r in part] == records, walk_cache
+        assert [r for _, r in read_cut(path, size, 1024, **kw)] == records, walk_cache

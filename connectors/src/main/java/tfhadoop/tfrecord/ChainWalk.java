@@ -6,22 +6,23 @@ import java.io.InputStream;
 import java.util.zip.Checksum;
 
 /**
- * Follows the chain of record headers (length + length CRC, payload skipped) from a boundary, the
- * cheap way a split reader establishes or checks where records really start.
+ * Follows the chain of record headers (length + length CRC, payload skipped) from a proven
+ * boundary: how a split reader without an index establishes where its first record really starts.
+ * Payloads within the 1 MiB buffer are stepped over in memory; longer ones are skipped with
+ * {@link InputStream#skip} (a seek on Hadoop streams), so large records cost one small read each.
  */
 final class ChainWalk {
   /** The chain broke: a length CRC mismatch, or a record running past the end of the file. */
   static final long BROKEN = -1;
-  /** A record's payload starts with a valid-looking frame header (a nested TFRecord stream). */
-  static final long NESTED = -2;
 
   /**
-   * Walks from boundary {@code from} (the stream is positioned there) to the first boundary at or
-   * after {@code until} (or the file's end, which counts as a boundary); returns it, or
-   * {@link #BROKEN}, or {@link #NESTED} when {@code stopOnNested} and a payload looks like framing.
+   * Walks from proven boundary {@code from} (the stream is positioned there) to the first boundary
+   * at or after {@code until} (or the file's end, which counts as a boundary); returns it, or
+   * {@link #BROKEN}. With a {@code key}, leaves a checkpoint in {@link KnownBoundaries} every
+   * {@link KnownBoundaries#MARK_INTERVAL} bytes and at the boundary it returns.
    */
-  static long walk(InputStream in, long from, long until, long fileLength, boolean stopOnNested) throws IOException {
-    return new ChainWalk(in, from).run(from, until, fileLength, stopOnNested);
+  static long walk(InputStream in, long from, long until, long fileLength, String key) throws IOException {
+    return new ChainWalk(in, from).run(from, until, fileLength, key);
   }
 
   private final InputStream in;
@@ -35,15 +36,12 @@ final class ChainWalk {
     this.bufStart = from;
   }
 
-  /** Headers are parsed in a large buffer (one read call per MiB, not several per record). */
-  private long run(long from, long until, long fileLength, boolean stopOnNested) throws IOException {
+  private long run(long from, long until, long fileLength, String key) throws IOException {
     long p = from;
+    long mark = from;
+    long last = from;
     while (p < until && p < fileLength) {
-      if (fileLength - p < 16) {
-        return BROKEN;
-      }
-      int need = (int) Math.min(stopOnNested ? 24 : 12, fileLength - p);
-      if (!ensure(p, need)) {
+      if (fileLength - p < 16 || !ensure(p, 12)) {
         return BROKEN;
       }
       int off = (int) (p - bufStart);
@@ -54,11 +52,15 @@ final class ChainWalk {
       if (len < 0 || len > fileLength - p - 16) {
         return BROKEN;
       }
-      if (stopOnNested && len >= 16 && Crc32c.maskedCrc(crc, buf, off + 12, 8) == TFRecordReader.readIntLE(buf, off + 20)
-          && Long.compareUnsigned(TFRecordReader.readLongLE(buf, off + 12), len - 16) <= 0) {
-        return NESTED;
+      if (key != null && p - mark >= KnownBoundaries.MARK_INTERVAL) {
+        KnownBoundaries.add(key, p);
+        mark = p;
       }
+      last = p;
       p += 16 + len;
+    }
+    if (key != null) {
+      KnownBoundaries.add(key, last); // the last boundary before until: one step from the answer
     }
     return p;
   }
@@ -69,10 +71,12 @@ final class ChainWalk {
     if (p >= bufStart && p + n <= have) {
       return true;
     }
+    int want = buf.length;
     if (p >= have) {
       skipFully(in, p - have);
       bufStart = p;
       lim = 0;
+      want = 64 * 1024; // past a long payload: a small read, the next header may be as far again
     } else {
       int off = (int) (p - bufStart);
       System.arraycopy(buf, off, buf, 0, lim - off);
@@ -80,7 +84,7 @@ final class ChainWalk {
       bufStart = p;
     }
     while (lim < n) {
-      int r = in.read(buf, lim, buf.length - lim);
+      int r = in.read(buf, lim, Math.max(n, want) - lim);
       if (r < 0) {
         return false;
       }

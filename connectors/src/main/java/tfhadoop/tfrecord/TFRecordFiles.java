@@ -77,8 +77,10 @@ public final class TFRecordFiles {
         return s;
       }
     };
+    String key = exact || !options.walkCache ? null
+        : KnownBoundaries.key(fs.makeQualified(path).toString(), fileLength, status.getModificationTime());
     return new TFRecordReader(in, name, start, end, fileLength, options.skipCorrupt, options.maxRecordBytes,
-        exact, opener, options.verifyAlways);
+        exact, opener, key);
   }
 
   /** A reader for the whole file. */

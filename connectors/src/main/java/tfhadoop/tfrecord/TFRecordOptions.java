@@ -22,9 +22,9 @@ import java.util.Map;
  *       writes none);
  *   <li>{@code tfrecord.read.index} ({@code useIndex}): start splits on that index when present
  *       (default true);
- *   <li>{@code tfrecord.read.verify} ({@code verify}): without an index, how a split's resync
- *       candidate is checked: {@code auto} (default: walk the true chain from the file start only
- *       when the candidate is suspicious) or {@code always} (always walk it).
+ *   <li>{@code tfrecord.read.walk.cache} ({@code walkCache}): without an index, a split finds its
+ *       first record by walking the header chain from the nearest record boundary this JVM has
+ *       already proven for the file (default true); false walks from the file start every time.
  * </ul>
  * Hadoop's own output-compression settings are deliberately never read.
  */
@@ -39,7 +39,7 @@ public final class TFRecordOptions implements Serializable {
   public static final String MAX_RECORD_BYTES = "tfrecord.read.max.record.bytes";
   public static final String INDEX_INTERVAL = "tfrecord.index.interval";
   public static final String USE_INDEX = "tfrecord.read.index";
-  public static final String VERIFY = "tfrecord.read.verify";
+  public static final String WALK_CACHE = "tfrecord.read.walk.cache";
 
   /** Where option values come from (Configuration::get, Map::get, ...). */
   public interface Lookup {
@@ -52,27 +52,27 @@ public final class TFRecordOptions implements Serializable {
   public final long maxRecordBytes;
   public final long indexInterval;
   public final boolean useIndex;
-  public final boolean verifyAlways;
+  public final boolean walkCache;
 
   private TFRecordOptions(Compression compression, boolean skipCorrupt, boolean splittable, long maxRecordBytes,
-      long indexInterval, boolean useIndex, boolean verifyAlways) {
+      long indexInterval, boolean useIndex, boolean walkCache) {
     this.compression = compression;
     this.skipCorrupt = skipCorrupt;
     this.splittable = splittable;
     this.maxRecordBytes = maxRecordBytes;
     this.indexInterval = indexInterval;
     this.useIndex = useIndex;
-    this.verifyAlways = verifyAlways;
+    this.walkCache = walkCache;
   }
 
   public static TFRecordOptions defaults() {
     return new TFRecordOptions(Compression.NONE, false, true, Integer.MAX_VALUE - 64, RecordIndex.DEFAULT_INTERVAL,
-        true, false);
+        true, true);
   }
 
   /** A copy with the given index and verification settings (tests, benchmarks). */
-  public TFRecordOptions withIndex(long interval, boolean use, boolean always) {
-    return new TFRecordOptions(compression, skipCorrupt, splittable, maxRecordBytes, interval, use, always);
+  public TFRecordOptions withIndex(long interval, boolean use, boolean walkCache) {
+    return new TFRecordOptions(compression, skipCorrupt, splittable, maxRecordBytes, interval, use, walkCache);
   }
 
   /** Parses the options; the short (Spark) name is consulted when the full key is absent. */
@@ -105,16 +105,8 @@ public final class TFRecordOptions implements Serializable {
       }
     }
     boolean useIndex = bool(first(lookup, USE_INDEX, "useIndex"), true, USE_INDEX);
-    String verify = first(lookup, VERIFY, "verify");
-    boolean always = false;
-    if (verify != null) {
-      if (verify.equalsIgnoreCase("always")) {
-        always = true;
-      } else if (!verify.equalsIgnoreCase("auto")) {
-        throw new IllegalArgumentException("option " + VERIFY + " must be auto or always, got '" + verify + "'");
-      }
-    }
-    return new TFRecordOptions(c, skip, split, maxBytes, interval, useIndex, always);
+    boolean walkCache = bool(first(lookup, WALK_CACHE, "walkCache"), true, WALK_CACHE);
+    return new TFRecordOptions(c, skip, split, maxBytes, interval, useIndex, walkCache);
   }
 
   public static TFRecordOptions parse(final Map<String, String> map) {

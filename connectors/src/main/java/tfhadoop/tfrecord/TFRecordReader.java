@@ -9,16 +9,18 @@ import java.util.zip.Checksum;
  * Reads TFRecord framing from a stream, optionally as one split of an uncompressed file.
  *
  * <p>Split rule: a record belongs to the split in which its first byte lies. A split that does not
- * start at 0 (and is not told its start is a boundary, as with a record-boundary index) first
- * finds a resync candidate: the first offset {@code >= start} whose length and data CRCs both
- * match. A payload can hold a valid frame (a record that is itself a TFRecord stream), so the
- * candidate is not trusted blindly: the reader walks the header chain from it through the split
- * (and {@link #LOOKAHEAD} beyond); if that chain breaks, or a payload on it starts with a frame
- * header (nested framing), or {@code verifyAlways}, the candidate is set aside and the first
- * boundary is established by walking the true chain from the file start. When a split stops
- * because the next record starts at or past its end, it still validates that record, so
- * corruption at a split boundary is reported once, by the split that read up to it.
- * docs/tfrecord-jvm.md "Exact splits" states the guarantee and its cost.
+ * start at 0 and is not told its start is a boundary (as with a record-boundary index) never
+ * guesses: a payload can hold valid frames (a record that is itself a TFRecord stream), so no
+ * offset whose checksums match is trusted. Instead the reader walks the header chain (lengths and
+ * length CRCs, payloads skipped) from the nearest proven boundary, the file start or one this JVM
+ * already proved for the same file version ({@link KnownBoundaries}), to its first record at or
+ * after {@code start}. Only if that chain breaks before the split (the file is corrupt there,
+ * and the split holding the break reports it) does the reader fall back to resyncing on the first
+ * offset whose length and data CRCs match. A split that started on a proven boundary stops at the
+ * first record at or past its end without reading it (the next split starts exactly there and
+ * reports it if it is corrupt); one that resynced after corruption still validates that record, so
+ * corruption at a split boundary is reported once. docs/tfrecord-jvm.md "Exact splits" states
+ * the guarantee and its cost.
  *
  * <p>Corrupt input raises {@link CorruptRecordException} ("truncated record at N" / "corrupted
  * record at N") unless {@code skipCorrupt}, in which case the reader resyncs after the bad record
@@ -39,13 +41,12 @@ public final class TFRecordReader implements Closeable {
   private final Checksum crc = Crc32c.newChecksum();
   private final boolean exactStart;
   private final Opener opener;
-  private final boolean verifyAlways;
-  private boolean verifiedFromStart;
+  private final String boundaryKey;
+  private long walkedBytes = -1;
+  private boolean proven;
+  private long lastMark;
 
-  /** How far past its end a split checks the chain it resynced on (when no index is present). */
-  public static final long LOOKAHEAD = 1L << 20;
-
-  /** Opens the same file positioned at an offset, for the verification walks. */
+  /** Opens the same file positioned at an offset, for the header walk. */
   public interface Opener {
     InputStream open(long offset) throws IOException;
   }
@@ -78,19 +79,22 @@ public final class TFRecordReader implements Closeable {
    */
   public TFRecordReader(InputStream in, String file, long start, long end, long fileLength,
       boolean skipCorrupt, long maxRecordBytes) {
-    this(in, file, start, end, fileLength, skipCorrupt, maxRecordBytes, false, null, false);
+    this(in, file, start, end, fileLength, skipCorrupt, maxRecordBytes, false, null, null);
   }
 
   /**
-   * @param exactStart {@code start} is known to be a record boundary (an indexed one): no resync
-   * @param opener reopens the file for verifying a resync candidate; null trusts the candidate
-   * @param verifyAlways establish the first boundary from the file start in every split
+   * @param exactStart {@code start} is known to be a record boundary (an indexed one): no walk
+   * @param opener reopens the file for the header walk that finds the first boundary; null falls
+   *     back to trusting the resync candidate (a raw stream that cannot be reopened)
+   * @param boundaryKey the file version in {@link KnownBoundaries} (proven boundaries are reused
+   *     and left there); null walks from the file start and remembers nothing
    */
   public TFRecordReader(InputStream in, String file, long start, long end, long fileLength,
-      boolean skipCorrupt, long maxRecordBytes, boolean exactStart, Opener opener, boolean verifyAlways) {
+      boolean skipCorrupt, long maxRecordBytes, boolean exactStart, Opener opener, String boundaryKey) {
     this.exactStart = exactStart;
     this.opener = opener;
-    this.verifyAlways = verifyAlways;
+    this.boundaryKey = boundaryKey;
+    this.proven = start == 0 || exactStart;
     this.in = in;
     this.file = file;
     this.start = start;
@@ -116,28 +120,37 @@ public final class TFRecordReader implements Closeable {
     if (!started) {
       started = true;
       if (start > 0 && !exactStart) {
-        long p = findValid(start, end);
-        if (p < 0 || p >= end) {
+        long p = opener != null ? walkToStart() : -1;
+        if (p < 0) {
+          p = findValid(start, end);
+          if (p < 0 || p >= end) {
+            done = true;
+            return false;
+          }
+        } else if (p >= end || p >= fileLength) {
           done = true;
           return false;
         }
-        if (opener != null && (verifyAlways || !chainHolds(p))) {
-          long t = trueBoundary();
-          if (t >= 0) {
-            p = t;
-            if (p >= end) {
-              done = true;
-              return false;
-            }
-          }
-        }
         position = p;
+        lastMark = p;
       }
     }
     while (true) {
       boolean boundary = position >= end;
+      if (boundary && proven && (exactStart || opener != null)) {
+        // the next split reaches this very boundary (by the index or its walk) and owns the record
+        if (boundaryKey != null && records > 0) {
+          KnownBoundaries.add(boundaryKey, recOffset); // its walk is one header from here
+        }
+        done = true;
+        return false;
+      }
       State s = check(position);
       if (s == State.OK && !boundary) {
+        if (proven && boundaryKey != null && position - lastMark >= KnownBoundaries.MARK_INTERVAL) {
+          KnownBoundaries.add(boundaryKey, position);
+          lastMark = position;
+        }
         int off = (int) (position - bufStart);
         recStart = off + 12;
         recLength = (int) readLongLE(buf, off);
@@ -155,6 +168,7 @@ public final class TFRecordReader implements Closeable {
         throw new CorruptRecordException(s == State.TRUNCATED ? "truncated" : "corrupted", file, position, problem);
       }
       long bad = position;
+      proven = false; // after a resync the chain is a guess again: leave no boundaries behind
       long next = findValid(bad + 1, Long.MAX_VALUE);
       long resumeAt = next >= 0 ? next : streamEnd();
       corruptRecords++;
@@ -168,35 +182,36 @@ public final class TFRecordReader implements Closeable {
   }
 
   /**
-   * Whether the header chain from candidate {@code c} holds through the split and LOOKAHEAD past
-   * it, with no payload that starts like a frame (the sign of records holding TFRecord streams).
+   * The first record boundary at or after {@code start}, found by walking the header chain from
+   * the nearest proven boundary before it; -1 when that chain breaks first (the file is corrupt
+   * before this split: the split holding the break reports it, as a whole-file read would).
    */
-  private boolean chainHolds(long c) throws IOException {
-    long until = end == Long.MAX_VALUE ? fileLength : Math.min(fileLength, end + LOOKAHEAD);
-    try (InputStream s = opener.open(c)) {
-      return ChainWalk.walk(s, c, until, fileLength, true) >= 0;
+  private long walkToStart() throws IOException {
+    long from = boundaryKey == null ? 0 : KnownBoundaries.floor(boundaryKey, start);
+    long t = walk(from);
+    if (t < 0 && from > 0) {
+      from = 0; // a remembered boundary that does not hold: walk the whole chain before giving up
+      t = walk(0);
+    }
+    walkedBytes = t < 0 ? -1 : t - from;
+    proven = t >= 0;
+    return t;
+  }
+
+  private long walk(long from) throws IOException {
+    try (InputStream s = opener.open(from)) {
+      return ChainWalk.walk(s, from, start, fileLength, boundaryKey);
     } catch (java.io.EOFException e) {
-      return false;
+      return ChainWalk.BROKEN;
     }
   }
 
   /**
-   * The first real record boundary at or after {@code start}, found by walking the header chain
-   * from the file start; -1 when that chain breaks before it (the corruption is the earlier
-   * split's to report; this split then keeps its candidate, as whole-file reading would fail anyway).
+   * Bytes of file this split's header walk covered to reach its first record (0 when it started on
+   * a proven boundary), or -1 when it did not walk (a split at 0, an indexed split) or the walk broke.
    */
-  private long trueBoundary() throws IOException {
-    verifiedFromStart = true;
-    try (InputStream s = opener.open(0)) {
-      return ChainWalk.walk(s, 0, start, fileLength, false);
-    } catch (java.io.EOFException e) {
-      return -1;
-    }
-  }
-
-  /** True when this split established its first boundary by walking the chain from the file start. */
-  public boolean verifiedFromStart() {
-    return verifiedFromStart;
+  public long walkedBytes() {
+    return walkedBytes;
   }
 
   /** Buffer holding the current record's data. */

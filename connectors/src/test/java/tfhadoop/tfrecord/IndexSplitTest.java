@@ -20,7 +20,8 @@ import org.junit.Test;
 /**
  * Property tests for exact splits: random files mixing nested TFRecord streams, payloads holding
  * valid frames, empty records and records larger than the split, read at random split sizes with
- * the record-boundary index, without it (verify auto and always): the splits' union is the file.
+ * the record-boundary index, without it (header walk from the boundaries this JVM proved, and from
+ * the file start): the splits' union is the file.
  */
 public class IndexSplitTest {
   private final Configuration conf = TestFiles.conf();
@@ -41,8 +42,8 @@ public class IndexSplitTest {
     File dir = Files.createTempDirectory("tfr").toFile();
     Random rnd = new Random(2020);
     TFRecordOptions auto = TFRecordOptions.defaults();
-    TFRecordOptions noIndex = auto.withIndex(RecordIndex.DEFAULT_INTERVAL, false, false);
-    TFRecordOptions always = auto.withIndex(RecordIndex.DEFAULT_INTERVAL, false, true);
+    TFRecordOptions noIndex = auto.withIndex(RecordIndex.DEFAULT_INTERVAL, false, true);
+    TFRecordOptions always = auto.withIndex(RecordIndex.DEFAULT_INTERVAL, false, false);
     for (int trial = 0; trial < 12; trial++) {
       int bigLen = trial % 3 == 0 ? 0 : 1 + rnd.nextInt(300 << 10);
       List<byte[]> records = TestFiles.nestedRecords(rnd, 20 + rnd.nextInt(300), 1 + rnd.nextInt(3000), bigLen);
@@ -54,8 +55,12 @@ public class IndexSplitTest {
         long[] cuts = NestedSplitTest.cuts(len, size);
         String what = "trial " + trial + " split " + size + " interval " + interval;
         NestedSplitTest.assertSame(records, TestFiles.readSplits(p, conf, cuts, len, auto), what + " index");
+        NestedSplitTest.assertSame(records, TestFiles.readSplits(p, conf, cuts, len, always), what + " walk from start");
         NestedSplitTest.assertSame(records, TestFiles.readSplits(p, conf, cuts, len, noIndex), what + " no index");
-        NestedSplitTest.assertSame(records, TestFiles.readSplits(p, conf, cuts, len, always), what + " verify always");
+        if (size != 1 << 10) {
+          NestedSplitTest.assertSame(records, TestFiles.readSplitsReversed(p, conf, cuts, len, noIndex),
+              what + " no index, splits in reverse");
+        }
       }
     }
   }
@@ -136,23 +141,64 @@ public class IndexSplitTest {
   }
 
   @Test
-  public void indexedSplitsNeverWalkFromTheStart() throws Exception {
+  public void indexedSplitsNeverWalkAndOthersWalkFromTheNearestProvenBoundary() throws Exception {
     File dir = Files.createTempDirectory("tfr").toFile();
     List<byte[]> records = NestedSplitTest.bundles(new Random(9), 2000, 300);
     Path p = writeWithIndex(dir, "b.tfrecord", records, conf, 8192);
     long len = new File(p.toUri()).length();
-    int walked = 0;
+    KnownBoundaries.clear();
     for (TFRecordOptions o : new TFRecordOptions[] {TFRecordOptions.defaults(),
-        TFRecordOptions.defaults().withIndex(8192, false, false)}) {
-      for (long s = 5000; s < len; s += 5000) {
+        TFRecordOptions.defaults().withIndex(8192, false, true), TFRecordOptions.defaults().withIndex(8192, false, false)}) {
+      for (long s = 0; s < len; s += 5000) {
         try (TFRecordReader r = TFRecordFiles.open(p, conf, s, 5000, o)) {
           while (r.next()) {
-            assertFalse(o.useIndex && r.verifiedFromStart());
+            continue;
           }
-          walked += r.verifiedFromStart() ? 1 : 0;
+          if (o.useIndex) {
+            assertEquals("an indexed split does not walk", -1, r.walkedBytes());
+          } else if (s == 0) {
+            assertEquals("the first split starts at the file start", -1, r.walkedBytes());
+          } else if (o.walkCache) {
+            // the previous split left its last record's boundary behind: one header from here
+            assertTrue("split at " + s + " walks from the boundary the previous split proved: " + r.walkedBytes(),
+                r.walkedBytes() >= 0 && r.walkedBytes() < 5000);
+          } else {
+            assertTrue("split at " + s + " walks from the file start: " + r.walkedBytes(), r.walkedBytes() >= s);
+          }
         }
       }
     }
-    assertTrue("nested records without an index are verified from the start", walked > 0);
+  }
+
+  /**
+   * The case a checked resync cannot decide: a record far longer than the split (and than any
+   * look-ahead) whose payload is a valid TFRecord stream of records that do not themselves look
+   * nested. Every split inside it sees a perfect chain; only the walk from a proven boundary knows
+   * the splits hold no record start.
+   */
+  @Test
+  public void splitsInsideAHugeRecordHoldingAStreamReturnNothing() throws Exception {
+    File dir = Files.createTempDirectory("tfr").toFile();
+    Random rnd = new Random(77);
+    List<byte[]> inner = new java.util.ArrayList<>();
+    for (int i = 0; i < 3000; i++) {
+      byte[] x = new byte[1000];
+      rnd.nextBytes(x);
+      inner.add(x);
+    }
+    List<byte[]> records = java.util.Arrays.asList(new byte[] {1, 2}, TestFiles.frame(inner), new byte[0], new byte[] {3});
+    byte[] bytes = TestFiles.frame(records);
+    Path p = TestFiles.write(dir, "huge.tfrecord", bytes);
+    for (boolean cache : new boolean[] {false, true}) {
+      TFRecordOptions o = TFRecordOptions.defaults().withIndex(8192, false, cache);
+      KnownBoundaries.clear();
+      NestedSplitTest.assertSame(records, TestFiles.readSplitsReversed(p, conf, NestedSplitTest.cuts(bytes.length, 64 << 10),
+          bytes.length, o), "64 KB splits in reverse, cache " + cache);
+      NestedSplitTest.assertSame(records, TestFiles.readSplits(p, conf, NestedSplitTest.cuts(bytes.length, 1 << 10),
+          bytes.length, o), "1 KB splits, cache " + cache);
+      try (TFRecordReader r = TFRecordFiles.open(p, conf, 1 << 20, 1 << 10, o)) {
+        assertFalse("a split inside the record returns none of its inner records", r.next());
+      }
+    }
   }
 }

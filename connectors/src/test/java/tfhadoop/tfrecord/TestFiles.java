@@ -135,4 +135,26 @@ public final class TestFiles {
     }
     return got;
   }
+
+  /** The same, reading the splits last to first (so no split finds its predecessor's boundary). */
+  public static List<byte[]> readSplitsReversed(Path p, Configuration conf, long[] cuts, long fileLen,
+      TFRecordOptions o) throws IOException {
+    List<List<byte[]>> parts = new ArrayList<>();
+    for (int i = cuts.length; i >= 0; i--) {
+      long s = i == 0 ? 0 : cuts[i - 1];
+      long e = i < cuts.length ? cuts[i] : fileLen;
+      List<byte[]> got = new ArrayList<>();
+      try (TFRecordReader r = TFRecordFiles.open(p, conf, s, e - s, o)) {
+        while (r.next()) {
+          got.add(r.copyRecord());
+        }
+      }
+      parts.add(0, got);
+    }
+    List<byte[]> all = new ArrayList<>();
+    for (List<byte[]> g : parts) {
+      all.addAll(g);
+    }
+    return all;
+  }
 }
