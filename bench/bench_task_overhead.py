@@ -64,22 +64,15 @@ def main() -> None:
     ap.add_argument("--tasks", type=int, default=2000, help="small closures in the trace/memory run")
     opts = ap.parse_args()
 
-    import tensorflow as tf
     import tf_keras
 
-    from tfhadoop.ports import free_port
     from tfhadoop.trainer import step
+    from tfhadoop.trainer.server import in_process_ps_cluster
     from tfhadoop.trainer.tasks import Task
 
     path = os.path.join(tempfile.mkdtemp(prefix="bench-task-"), "part-00000.tfrecord")
     offsets = write_shard(path, opts.records)
-    cluster = {"worker": [f"localhost:{free_port()}"], "ps": [f"localhost:{free_port()}"]}
-    servers = [tf.distribute.Server(tf.train.ClusterSpec(cluster), job_name=job, task_index=0, start=True)
-               for job in ("worker", "ps")]
-    spec = tf.train.ClusterSpec({**cluster, "chief": [f"localhost:{free_port()}"]})
-    strategy = tf.distribute.experimental.ParameterServerStrategy(
-        tf.distribute.cluster_resolver.SimpleClusterResolver(spec, rpc_layer="grpc"))
-    coordinator = tf.distribute.experimental.coordinator.ClusterCoordinator(strategy)
+    strategy, coordinator, servers = in_process_ps_cluster()
     with strategy.scope():
         model = tf_keras.Sequential([tf_keras.Input((FEATURES,), name="x"), tf_keras.layers.Dense(64, activation="relu"),
                                      tf_keras.layers.Dense(64, activation="relu"), tf_keras.layers.Dense(1)])

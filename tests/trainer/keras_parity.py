@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import sys
 import tempfile
 
@@ -25,6 +24,7 @@ import numpy as np
 import tensorflow as tf
 import tf_keras
 
+from tfhadoop.trainer.server import in_process_ps_cluster
 from tfhadoop.trainer.step import build_task_fn, task_args
 from tfhadoop.trainer.tasks import Task
 
@@ -123,21 +123,9 @@ CASES = {  # name: (model function, label, sample weight column)
 }
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def main() -> None:
     names = sys.argv[1:] or list(CASES)
-    cluster = {"worker": [f"localhost:{free_port()}"], "ps": [f"localhost:{free_port()}"]}
-    servers = [tf.distribute.Server(tf.train.ClusterSpec(cluster), job_name=job, task_index=0, start=True)
-               for job in ("worker", "ps")]
-    spec = tf.train.ClusterSpec({**cluster, "chief": [f"localhost:{free_port()}"]})
-    strategy = tf.distribute.experimental.ParameterServerStrategy(
-        tf.distribute.cluster_resolver.SimpleClusterResolver(spec, rpc_layer="grpc"))
-    coordinator = tf.distribute.experimental.coordinator.ClusterCoordinator(strategy)
+    strategy, coordinator, servers = in_process_ps_cluster()
     cols = columns()
     shard = os.path.join(tempfile.mkdtemp(prefix="keras-parity-"), "part-00000.tfrecord")
     with tf.io.TFRecordWriter(shard) as w:

@@ -11,13 +11,12 @@ os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 os.environ.setdefault("GRPC_FAIL_FAST", "use_caller")
 
 import numpy as np
-import tensorflow as tf
 import tf_keras
 
 from tfhadoop.connectors.example import encode_example
 from tfhadoop.connectors.tfrecord import write_records
-from tfhadoop.ports import free_port
 from tfhadoop.trainer import step
+from tfhadoop.trainer.server import in_process_ps_cluster
 from tfhadoop.trainer.tasks import Task
 
 SPEC = {"features": {"x": {"type": "FixedLenFeature", "shape": [4], "dtype": "float32"},
@@ -31,13 +30,7 @@ def main() -> None:
     examples = [encode_example({"x": list(map(float, rng.normal(size=4))), "y": [float(i)]}) for i in range(RECORDS)]
     write_records(path, iter(examples))
     offsets = np.cumsum([0] + [len(e) + 16 for e in examples]).tolist()  # TFRecord framing: 12 + data + 4
-    cluster = {"worker": [f"localhost:{free_port()}"], "ps": [f"localhost:{free_port()}"]}
-    servers = [tf.distribute.Server(tf.train.ClusterSpec(cluster), job_name=job, task_index=0, start=True)
-               for job in ("worker", "ps")]
-    spec = tf.train.ClusterSpec({**cluster, "chief": [f"localhost:{free_port()}"]})
-    strategy = tf.distribute.experimental.ParameterServerStrategy(
-        tf.distribute.cluster_resolver.SimpleClusterResolver(spec, rpc_layer="grpc"))
-    coordinator = tf.distribute.experimental.coordinator.ClusterCoordinator(strategy)
+    strategy, coordinator, servers = in_process_ps_cluster()
     with strategy.scope():
         model = tf_keras.Sequential([tf_keras.Input((4,), name="x"), tf_keras.layers.Dense(1)])
         model.compile(optimizer=tf_keras.optimizers.SGD(0.01), loss="mse")

@@ -36,6 +36,24 @@ def start(cluster: dict, job: str, index: int, port: int | None = None, threads:
     return tf.distribute.Server(server_def, start=True)
 
 
+def in_process_ps_cluster():
+    """One worker and one PS as ``tf.distribute.Server``s in this process and a ParameterServerStrategy
+    with its ClusterCoordinator over them: the trainer's own task function run without YARN, by
+    tests (parity with model.fit, tracing) and benchmarks (closure cost). Returns
+    ``(strategy, coordinator, servers)``; the caller keeps ``servers`` referenced while it trains."""
+    import tensorflow as tf
+
+    from tfhadoop.ports import free_port
+
+    cluster = {"worker": [f"localhost:{free_port()}"], "ps": [f"localhost:{free_port()}"]}
+    servers = [tf.distribute.Server(tf.train.ClusterSpec(cluster), job_name=job, task_index=0, start=True)
+               for job in ("worker", "ps")]
+    spec = tf.train.ClusterSpec({**cluster, "chief": [f"localhost:{free_port()}"]})
+    strategy = tf.distribute.experimental.ParameterServerStrategy(
+        tf.distribute.cluster_resolver.SimpleClusterResolver(spec, rpc_layer="grpc"))
+    return strategy, tf.distribute.experimental.coordinator.ClusterCoordinator(strategy), servers
+
+
 def main(argv=None) -> int:
     """``python -m tfhadoop.trainer.server CLUSTER_JSON JOB INDEX [PORT]``: one PS or worker of a
     ParameterServerStrategy cluster outside YARN, serving until killed (the benchmarks' servers)."""
