@@ -8,6 +8,9 @@ write with ``indexInterval=0``). Rounds are interleaved and the best time kept, 
 jobs hits every variant alike. Reads decode every column into ``noop``; each read's count is checked.
 
     .venv/bin/python bench/bench_split_index.py --rows 4000000   # ~1 GB file
+    .venv/bin/python bench/bench_split_index.py --write-only --rows 1000000 --repeat 8 --dir /dev/shm
+        # the index's write cost alone: pairs of writes in alternating order (A-B, B-A, ...),
+        # the per-pair ratio's median and spread
 """
 from __future__ import annotations
 
@@ -54,6 +57,8 @@ def main():
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--split", default="64m")
     ap.add_argument("--nested-mb", type=int, default=256, help="size of the adversarial file")
+    ap.add_argument("--write-only", action="store_true", help="measure only the index's write cost")
+    ap.add_argument("--dir", default=None, help="where the files go (default: the system's temp dir)")
     args = ap.parse_args()
 
     from pyspark.sql import SparkSession
@@ -62,7 +67,7 @@ def main():
              .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
              .config("spark.driver.memory", "3g").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
-    base = tempfile.mkdtemp(prefix="tfr-split-bench-")
+    base = tempfile.mkdtemp(prefix="tfr-split-bench-", dir=args.dir)
     fmt = "tfhadoop.spark.TFRecordDataSource"
     df = spark.range(args.rows, numPartitions=1).selectExpr(
         "id", "cast(id % 1000 as int) as i", "cast(id as float) / 3 as f", "concat('name-', id) as s",
@@ -73,15 +78,31 @@ def main():
     def keep(key, dt):
         best[key] = min(best.get(key, dt), dt)
 
-    paths = {}
-    for _ in range(args.repeat):
-        for name, interval in (("with_index", "1048576"), ("no_index", "0")):
+    paths, ratios = {}, []
+    df = df.cache()
+    df.write.format("noop").mode("overwrite").save()  # the rows are computed once, outside the timings
+    for rnd in range(args.repeat):
+        order = (("with_index", "1048576"), ("no_index", "0"))
+        took = {}
+        for name, interval in (order if rnd % 2 == 0 else order[::-1]):
             path = os.path.join(base, name)
             shutil.rmtree(path, ignore_errors=True)
             t0 = time.perf_counter()
             df.write.format(fmt).option("indexInterval", interval).mode("overwrite").save("file://" + path)
-            keep(f"write_{name}_s", time.perf_counter() - t0)
+            took[name] = time.perf_counter() - t0
+            keep(f"write_{name}_s", took[name])
             paths[name] = path
+        ratios.append(took["with_index"] / took["no_index"])
+    if args.write_only:
+        ratios.sort()
+        print(json.dumps({"rows": args.rows, "rounds": args.repeat, "load": os.getloadavg()[0],
+                          "write_index_cost_pct_median": round(100 * (ratios[len(ratios) // 2] - 1), 1),
+                          "per_round_pct": [round(100 * (r - 1), 1) for r in ratios],
+                          "best_with_index_s": round(best["write_with_index_s"], 3),
+                          "best_no_index_s": round(best["write_no_index_s"], 3)}, indent=1))
+        shutil.rmtree(base, ignore_errors=True)
+        spark.stop()
+        return
     (data,) = glob.glob(os.path.join(paths["with_index"], "part-*"))
     size = os.path.getsize(data)
     side = os.path.join(os.path.dirname(data), "." + os.path.basename(data) + ".tfrindex")
