@@ -83,9 +83,11 @@ def test_status_reports_nodes_gpus_and_queues(hadoop_cluster):
     assert status["namenode"]["state"] == "Operational"
     assert status["namenode"]["live_datanodes"] == 1
     assert status["resourcemanager"]["state"] == "STARTED"
-    assert len(status["nodes"]) >= 2
-    assert all(n["state"] == "RUNNING" for n in status["nodes"])
-    assert all(n["used_gpus"] + n["available_gpus"] == 2 for n in status["nodes"])
+    # The session cluster is shared: the lost-node fault test leaves the NodeManager it killed in
+    # the RM's list as LOST, as a real cluster shows a dead node; the built-in ones keep running.
+    running = [n for n in status["nodes"] if n["state"] == "RUNNING"]
+    assert len(running) >= 2 and all(n["state"] == "LOST" for n in status["nodes"] if n not in running), status["nodes"]
+    assert all(n["used_gpus"] + n["available_gpus"] == 2 for n in running)
     assert {q["name"] for q in status["queues"]} == {"default", "train", "urgent"}
 
 
@@ -135,7 +137,7 @@ def test_gpu_container_is_granted_and_counted(hadoop_cluster, skein_client):
     try:
         running = _wait(lambda: app.get_containers(states=["RUNNING"]), 60, "the GPU container")
         assert len(running) == 1
-        nodes = _rm(hadoop_cluster, "/ws/v1/cluster/nodes")["nodes"]["node"]
+        nodes = _rm(hadoop_cluster, "/ws/v1/cluster/nodes?states=RUNNING")["nodes"]["node"]  # not a LOST one
         used = sum(ri["value"] for n in nodes
                    for ri in n["usedResource"]["resourceInformations"]["resourceInformation"]
                    if ri["name"] == "yarn.io/gpu")
