@@ -2,17 +2,14 @@
 MultiWorkerMirroredStrategy ring of worker containers, elastic through preemption."""
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-import trainer_test_models as models  # noqa: E402
-from test_train_yarn import _events, _hog, _metrics, _wait, dataset, preempt_a_worker  # noqa: E402,F401
+from test_train_yarn import _events, _hog, _metrics, _wait, dataset, exported_model_mse, preempt_a_worker  # noqa: E402,F401
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
@@ -42,16 +39,7 @@ def test_two_workers_allreduce_train_export_and_predict(hadoop_cluster, dataset,
     assert [e["examples"] for e in metrics["epochs"]] == [2400, 2400]  # exactly once per epoch
     # 2400 records in tasks of 300 = 8 tasks, 4 rounds of 2 workers, 10 steps of 32 per round.
     assert metrics["steps"] == 2 * 4 * 10
-    from tfhadoop.connectors import hdfs
-
-    hdfs.download_dir(f"{run}/model", str(tmp_path / "model"))
-    os.environ["TF_USE_LEGACY_KERAS"] = "1"
-    import tf_keras
-
-    model = tf_keras.models.load_model(str(tmp_path / "model"))
-    x, y = models.make_examples(400, seed=4)  # the eval shard
-    mse = float(np.mean((model.predict(x, verbose=0)[:, 0] - y) ** 2))
-    constant = float(np.mean((y - y.mean()) ** 2))
+    mse, constant = exported_model_mse(run, tmp_path)
     assert mse < 0.05 * constant, (mse, constant)
     events = _events(run)
     kinds = [e["event"] for e in events]

@@ -78,6 +78,21 @@ def _metrics(run):
     return json.loads(hdfs.read_bytes(f"{run}/ckpt/metrics.json"))
 
 
+def exported_model_mse(run, tmp_path) -> tuple[float, float]:
+    """(the SavedModel's mean squared error on the eval shard's examples, that of a constant
+    predictor): the job's export under ``{run}/model``, downloaded and loaded as a user would."""
+    from tfhadoop.connectors import hdfs
+
+    hdfs.download_dir(f"{run}/model", str(tmp_path / "model"))
+    os.environ["TF_USE_LEGACY_KERAS"] = "1"
+    import tf_keras
+
+    model = tf_keras.models.load_model(str(tmp_path / "model"))
+    x, y = models.make_examples(400, seed=4)  # the eval shard
+    mse = float(np.mean((model.predict(x, verbose=0)[:, 0] - y) ** 2))
+    return mse, float(np.mean((y - y.mean()) ** 2))
+
+
 def test_two_workers_one_ps_train_export_and_predict(hadoop_cluster, dataset, tmp_path):
     run, proc = _train(hadoop_cluster, dataset, extra=["--workers", "2", "--epochs", "2", "--worker-gpus", "1"])
     out = proc.stdout + proc.stderr
@@ -91,16 +106,7 @@ def test_two_workers_one_ps_train_export_and_predict(hadoop_cluster, dataset, tm
     assert "client log: " in proc.stdout
     metrics = _metrics(run)
     assert [e["examples"] for e in metrics["epochs"]] == [2400, 2400]
-    from tfhadoop.connectors import hdfs
-
-    hdfs.download_dir(f"{run}/model", str(tmp_path / "model"))
-    os.environ["TF_USE_LEGACY_KERAS"] = "1"
-    import tf_keras
-
-    model = tf_keras.models.load_model(str(tmp_path / "model"))
-    x, y = models.make_examples(400, seed=4)  # the eval shard
-    mse = float(np.mean((model.predict(x, verbose=0)[:, 0] - y) ** 2))
-    constant = float(np.mean((y - y.mean()) ** 2))
+    mse, constant = exported_model_mse(run, tmp_path)
     assert mse < 0.05 * constant, (mse, constant)
     assert metrics["eval"]["loss"] < 0.05 * constant
     assert metrics["eval"]["mae"] < metrics["eval"]["loss"] ** 0.5 * 1.5  # the compiled metric, on the eval split

@@ -69,7 +69,7 @@ def train(job: dict, gen: int, rank: int, workers: int, work: str, app=None) -> 
     from tfhadoop.connectors.dataset import load as load_manifest
     from tfhadoop.connectors.dataset import load_indexes
     from tfhadoop.trainer.checkpoints import CheckpointPolicy, HdfsCheckpoints
-    from tfhadoop.trainer.coordinator import Progress, load_model_fn, training_done
+    from tfhadoop.trainer.coordinator import Progress, build_model, load_model_fn, training_done
     from tfhadoop.trainer.step import COMPRESSION, parse_fn, records_from, train_step_fn, without_rewrites
     from tfhadoop.trainer.summaries import Summaries
     from tfhadoop.trainer.tasks import EpochLedger, plan_epoch
@@ -80,11 +80,7 @@ def train(job: dict, gen: int, rank: int, workers: int, work: str, app=None) -> 
     per_worker = max(replicas // workers, 1)
     manifest = load_manifest(job["data"])
     build = load_model_fn(job["model"])
-    with strategy.scope():
-        model = build()
-        if model.optimizer is None:
-            raise ValueError(f"{job['model']} returned a model that is not compiled")
-        model.optimizer.build(model.trainable_variables)
+    model = build_model(strategy, build, job["model"])
     step = train_step_fn(model)
     parse = parse_fn(manifest.parse_spec, job["label"], job["sample_weight"])
     comp, batch_size = COMPRESSION[manifest.compression], job["batch_size"]

@@ -262,11 +262,7 @@ class RingMaster(TableMachine, HeartbeatWatch):
                 self.live.pop(self.containers[c.id], None)
                 continue
             self.dispatch(Event.CONTAINER_LOST, c=c)
-        beats = self.app.kv.get_prefix(protocol.KV_HEARTBEAT)
-        self.note_beats(beats)
-        if self.job["hang_timeout"] and not self.done:
-            for stale in self.stale_heartbeats(beats):
-                self.dispatch(Event.HEARTBEAT_STALE, **stale)
+        self.watch_heartbeats(Event.HEARTBEAT_STALE)
         for (_, slot), due in list(self.delayed.items()):
             if self.clock() >= due and not self.done:
                 self.dispatch(Event.REPLACEMENT_DUE, role="worker", slot=slot)

@@ -36,6 +36,18 @@ AUTO_WINDOW_S = 1.0  # ... measured over completions this long
 AUTO_MAX_STEPS = 2048  # ... and never more steps than this in one closure
 
 
+def build_model(strategy, build, ref: str):
+    """The user's compiled model from ``build`` (the model function named ``ref``) under
+    ``strategy``'s scope, with its optimizer's slots created there too (PS mode and allreduce alike):
+    variables placed by the strategy, checkpointable at once."""
+    with strategy.scope():
+        model = build()
+        if model.optimizer is None:
+            raise ValueError(f"{ref} returned a model that is not compiled")
+        model.optimizer.build(model.trainable_variables)
+    return model
+
+
 def load_model_fn(name: str):
     """``pkg.module:function`` -> the function."""
     module, _, attr = name.partition(":")
@@ -220,11 +232,7 @@ def run(job: dict, cluster: dict, work: str, app=None) -> dict:
     strategy = tf.distribute.experimental.ParameterServerStrategy(resolver)
     coordinator = tf.distribute.experimental.coordinator.ClusterCoordinator(strategy)
     build = load_model_fn(job["model"])
-    with strategy.scope():
-        model = build()
-        if model.optimizer is None:
-            raise ValueError(f"{job['model']} returned a model that is not compiled")
-        model.optimizer.build(model.trainable_variables)
+    model = build_model(strategy, build, job["model"])
     task_fn = build_task_fn(strategy, model, manifest.parse_spec, job["label"], job["batch_size"], manifest.compression,
                             job["sample_weight"])
 

@@ -256,6 +256,15 @@ class HeartbeatWatch:
     silent for ``hang_timeout`` s. Needs ``live``, ``beats``, ``hung``, ``clock``, ``job``,
     ``events`` and ``app`` on the master."""
 
+    def watch_heartbeats(self, stale_event) -> None:
+        """Read the heartbeats, note which changed, and dispatch ``stale_event`` (the master's own
+        HEARTBEAT_STALE) for each live container silent for ``hang_timeout`` s (0: off)."""
+        beats = self.app.kv.get_prefix(protocol.KV_HEARTBEAT)
+        self.note_beats(beats)
+        if self.job["hang_timeout"] and not self.done:
+            for stale in self.stale_heartbeats(beats):
+                self.dispatch(stale_event, **stale)
+
     def note_beats(self, beats: dict) -> None:
         """When each live container's heartbeat last changed, by this master's clock (the roles'
         clocks are never compared)."""
@@ -479,11 +488,7 @@ class Master(TableMachine, HeartbeatWatch):
         for c in self.app.get_containers(services=["ps", "worker"], states=["FAILED", "KILLED", "SUCCEEDED"]):
             if c.id not in self.seen_finished and c.id in self.containers and not self.done:
                 self.dispatch(Event.CONTAINER_LOST, c=c)
-        beats = self.app.kv.get_prefix(protocol.KV_HEARTBEAT)
-        self.note_beats(beats)
-        if self.job["hang_timeout"] and not self.done:
-            for stale in self.stale_heartbeats(beats):
-                self.dispatch(Event.HEARTBEAT_STALE, **stale)
+        self.watch_heartbeats(Event.HEARTBEAT_STALE)
         for (role, slot), due in list(self.delayed.items()):
             if self.clock() >= due and not self.done:
                 self.dispatch(Event.REPLACEMENT_DUE, role=role, slot=slot)
