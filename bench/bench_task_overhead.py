@@ -84,7 +84,7 @@ def main() -> None:
         return Task(id=start, path=path, start=start, count=count, offset=offsets[start], skip=0)
 
     def run(tasks: list) -> tuple[int, float]:
-        results = [coordinator.schedule(task_fn, args=step.task_args(group)) for group in tasks]
+        results = [task_fn.schedule(coordinator, group) for group in tasks]
         return sum(int(sum(r.fetch()[0])) for r in results), 0.0
 
     run([[task(0, opts.batch)]])  # trace and connect
@@ -112,7 +112,7 @@ def main() -> None:
     for i in range(opts.tasks):
         count = 1 + (i * 37) % (2 * opts.batch)
         start = (i * 7919) % (opts.records - count)
-        pending.append(coordinator.schedule(task_fn, args=step.task_args([task(start, count)])))
+        pending.append(task_fn.schedule(coordinator, [task(start, count)]))
         if len(pending) >= 2:
             done += int(sum(pending.pop(0).fetch()[0]))
         if i + 1 == opts.tasks // 10:
@@ -121,7 +121,7 @@ def main() -> None:
     dt = time.perf_counter() - t0
     print(json.dumps({"small_tasks": opts.tasks, "examples": done, "tasks_per_s": round(opts.tasks / dt, 1),
                       "rss_mib_after_10pct": round(rss0, 1), "rss_mib_end": round(rss_mib(), 1),
-                      "traces": step.tracing_count(task_fn)}), flush=True)
+                      "traces": task_fn.tracing_count()}), flush=True)
     del servers
     sys.stdout.flush()
     os._exit(0)

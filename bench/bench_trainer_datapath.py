@@ -62,7 +62,7 @@ def main():
     import tensorflow as tf
     import tf_keras
 
-    from tfhadoop.trainer.step import build_task_fn, parse_fn, task_args
+    from tfhadoop.trainer.step import build_task_fn, parse_fn
     from tfhadoop.trainer.tasks import Task
 
     tmp = tempfile.mkdtemp(prefix="bench-trainer-")
@@ -92,7 +92,7 @@ def main():
 
     def run_epoch():
         t0 = time.perf_counter()
-        results = [coord.schedule(task_fn, args=task_args([Task(i, p, s, c)]))  # offset 0: skip from the start
+        results = [task_fn.schedule(coord, [Task(i, p, s, c)])  # offset 0: skip from the start
                    for i, (p, s, c) in enumerate(tasks)]
         coord.join()
         n = sum(int(sum(r.fetch()[0])) for r in results)
@@ -150,7 +150,7 @@ def main():
     logging.getLogger("tensorflow").setLevel(logging.INFO)
     procs[2].kill()
     procs[2].wait()
-    results = [coord.schedule(task_fn, args=task_args([Task(i, p, s, c)])) for i, (p, s, c) in enumerate(tasks)]
+    results = [task_fn.schedule(coord, [Task(i, p, s, c)]) for i, (p, s, c) in enumerate(tasks)]
     time.sleep(3)
     t_start = time.perf_counter()
     procs[2] = launch(cluster, "worker", 1)

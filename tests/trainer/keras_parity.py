@@ -25,7 +25,7 @@ import tensorflow as tf
 import tf_keras
 
 from tfhadoop.trainer.server import in_process_ps_cluster
-from tfhadoop.trainer.step import build_task_fn, task_args
+from tfhadoop.trainer.step import build_task_fn
 from tfhadoop.trainer.tasks import Task
 
 N, BATCH = 40, 16  # batches of 16, 16 and 8: the epoch loss weighs batches by their size
@@ -144,7 +144,7 @@ def main() -> None:
             model.optimizer.build(model.trainable_variables)
         model.set_weights(initial)
         task = build_task_fn(strategy, model, SPEC, label, BATCH, None, weight)  # the trainer's closure
-        result = coordinator.schedule(task, args=task_args([Task(0, shard, 0, N, offset=0, skip=0)]))
+        result = task.schedule(coordinator, [Task(0, shard, 0, N, offset=0, skip=0)])
         coordinator.join()
         n, total = (float(np.sum(v)) for v in result.fetch())
         labels = label.split(",") if isinstance(label, str) else label

@@ -43,18 +43,25 @@ def main() -> None:
 
     groups = [[task(0, 16)], [task(100, 5), task(37, 40, indexed=False)], [task(480, 20), task(3, 1), task(250, 33)],
               [task(7, 100)]] * 3
-    results = [coordinator.schedule(task_fn, args=step.task_args(g)) for g in groups]
+    results = [task_fn.schedule(coordinator, g) for g in groups]
     closures = [[int(n) for n in r.fetch()[0]] for r in results]
     losses = [[float(v) for v in r.fetch()[1]] for r in results]
-    short = coordinator.schedule(task_fn, args=step.task_args([task(490, 30)]))  # the shard has 10 left
+    short = task_fn.schedule(coordinator, [task(490, 30)])  # the shard has 10 left
+    short_in_group = task_fn.schedule(coordinator, [task(0, 16), task(490, 30)])  # the same, in a group
     try:
         short.fetch()
         short_error = None
     except Exception as e:  # noqa: BLE001 - reported to the test
         short_error = f"{type(e).__name__}: {e}"[:300]
+    try:
+        short_in_group.fetch()
+        short_group_error = None
+    except Exception as e:  # noqa: BLE001 - reported to the test
+        short_group_error = f"{type(e).__name__}: {e}"[:300]
     print("RESULT " + json.dumps({"closures": closures, "expected": [[t.count for t in g] for g in groups],
                                   "losses_finite": bool(np.all(np.isfinite(sum(losses, [])))),
-                                  "traces": step.tracing_count(task_fn), "short_error": short_error}), flush=True)
+                                  "traces": task_fn.tracing_count(), "short_error": short_error,
+                                  "short_group_error": short_group_error}), flush=True)
     del servers
     os._exit(0)  # the coordinator's threads hold remote handles
 

@@ -148,7 +148,7 @@ class Scheduler:
     ClusterCoordinator re-queues the closure of a lost worker on another one: its RemoteValue
     stays pending meanwhile and completes once, so each task is handed back once."""
 
-    def __init__(self, coordinator, fn, limit: int):
+    def __init__(self, coordinator, fn, limit: int):  # fn: step.TaskFunction
         self.coordinator, self.fn, self.limit = coordinator, fn, max(1, limit)
         self.pending = []  # (tasks, RemoteValue), oldest first
 
@@ -160,9 +160,7 @@ class Scheduler:
         return [t for group, _ in self.pending for t in group]
 
     def submit(self, group: list) -> None:
-        from tfhadoop.trainer.step import task_args
-
-        self.pending.append((list(group), self.coordinator.schedule(self.fn, args=task_args(group))))
+        self.pending.append((list(group), self.fn.schedule(self.coordinator, group)))
 
     def completed(self, timeout: float = POLL_S) -> list:
         """[(task, examples, loss_sum)] of the closures that finished, waiting at most ``timeout``

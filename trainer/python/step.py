@@ -69,17 +69,42 @@ def parse_fn(parse_spec: dict, label, weight: str | None = None):
     return parse
 
 
-def build_task_fn(strategy, model, parse_spec: dict, label, batch_size: int, compression: str | None,
-                  weight: str | None = None):
-    """``task(paths, offsets, skips, counts) -> (examples[i], loss_sums[i])`` as a tf.function for
-    ``schedule``: one closure trains the tasks of a group (:func:`task_args`, one vector element
-    per :class:`tasks.Task`: ``count`` records after the first ``skip`` ones from byte ``offset``
-    of ``path``), each batch one tf-keras train step (``keras_step``), and reports per task so
-    the coordinator's ledger records each task.
+class TaskFunction:
+    """The trainer's closure: two traced functions over the same per-task training
+    (:func:`build_task_fn`), ``one`` for a closure of one task and ``many`` for a group. A
+    closure of one task needs no loop over tasks: that loop, spanning the worker and the
+    parameter servers, cost ~4 ms per closure (bench/bench_closure_breakdown.py), and one-task
+    closures are the common case when a task already has the steps a closure should run (e.g. a
+    wide model, or ``--steps-per-execution`` at or below a task's steps)."""
 
-    Built so that a closure's fixed cost stays a few milliseconds (bench/bench_task_overhead.py):
-    - one signature of vectors: the function is traced once and every closure reuses it, whatever
-      its group size, paths, offsets and counts;
+    def __init__(self, one, many):
+        self.one, self.many = one, many
+
+    def for_group(self, group: list):
+        return self.one if len(group) == 1 else self.many
+
+    def schedule(self, coordinator, group: list):
+        """The group's closure scheduled on ``coordinator``; its RemoteValue yields
+        ``(examples[i], loss_sums[i])`` per task of ``group``, whichever function ran it."""
+        return coordinator.schedule(self.for_group(group), args=task_args(group))
+
+    def tracing_count(self) -> dict:
+        """How many times each function was traced (1 once it ran: every closure reuses its graph)."""
+        return {"one": self.one.experimental_get_tracing_count(), "many": self.many.experimental_get_tracing_count()}
+
+
+def build_task_fn(strategy, model, parse_spec: dict, label, batch_size: int, compression: str | None,
+                  weight: str | None = None) -> TaskFunction:
+    """The closure for ``schedule``, a :class:`TaskFunction`: trains the tasks of a group
+    (:func:`task_args`, one vector element per :class:`tasks.Task`: ``count`` records after the
+    first ``skip`` ones from byte ``offset`` of ``path``), each batch one tf-keras train step
+    (``keras_step``), and reports ``(examples[i], loss_sums[i])`` per task so the coordinator's
+    ledger records each task.
+
+    Built so that a closure's fixed cost stays a few milliseconds (bench/bench_task_overhead.py,
+    bench/bench_closure_breakdown.py):
+    - one signature of vectors (or scalars for one task): each function is traced once and every
+      closure reuses it, whatever its group size, paths, offsets and counts;
     - the batches are drawn with ``get_next`` in a counted graph loop, not ``for batch in dataset``:
       AutoGraph turns the latter into ``dataset.reduce`` with the train step as the reduce
       function, a multi-device function (worker + parameter servers) instantiated per closure
@@ -93,36 +118,47 @@ def build_task_fn(strategy, model, parse_spec: dict, label, batch_size: int, com
     train_step = train_step_fn(model)
     comp = COMPRESSION[compression]
     vector = tf.TensorSpec([None], tf.int64)
+    scalar = tf.TensorSpec([], tf.int64)
+
+    def train_task(path, offset, skip, count):
+        """(examples, loss_sum) of one task; a shard shorter than ``skip + count``: OutOfRange."""
+        records = records_from(path, offset, comp).skip(skip).take(count)
+        batches = iter(without_rewrites(records.batch(batch_size).prefetch(PREFETCH)))
+        n = tf.constant(0, tf.int64)
+        total = tf.constant(0.0, tf.float32)
+        for _ in tf.range((count + batch_size - 1) // batch_size):
+            bn, bl = strategy.run(train_step, args=parse(batches.get_next()))
+            n += bn
+            total += bl
+        return n, total
+
+    @tf.function(input_signature=[tf.TensorSpec([], tf.string), scalar, scalar, scalar])
+    def one(path, offset, skip, count):
+        n, total = train_task(path, offset, skip, count)
+        return tf.reshape(n, [1]), tf.reshape(total, [1])
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string), vector, vector, vector])
-    def task(paths, offsets, skips, counts):
+    def many(paths, offsets, skips, counts):
         groups = tf.size(paths)
         examples = tf.TensorArray(tf.int64, size=groups)
         losses = tf.TensorArray(tf.float32, size=groups)
         for i in tf.range(groups):
-            records = records_from(paths[i], offsets[i], comp).skip(skips[i]).take(counts[i])
-            batches = iter(without_rewrites(records.batch(batch_size).prefetch(PREFETCH)))
-            n = tf.constant(0, tf.int64)
-            total = tf.constant(0.0, tf.float32)
-            for _ in tf.range((counts[i] + batch_size - 1) // batch_size):  # a short shard: OutOfRange here
-                bn, bl = strategy.run(train_step, args=parse(batches.get_next()))
-                n += bn
-                total += bl
+            n, total = train_task(paths[i], offsets[i], skips[i], counts[i])
             examples = examples.write(i, n)
             losses = losses.write(i, total)
         return examples.stack(), losses.stack()
 
-    return task
+    return TaskFunction(one, many)
 
 
 def task_args(group: list) -> tuple:
-    """The arguments of the task function for a group of :class:`tasks.Task`."""
+    """The arguments of the task function for a group of :class:`tasks.Task` (scalars for one task,
+    vectors for several: :meth:`TaskFunction.for_group`)."""
+    if len(group) == 1:
+        t = group[0]
+        return (tf.constant(t.path, tf.string), tf.constant(t.offset, tf.int64),
+                tf.constant(t.records_to_skip, tf.int64), tf.constant(t.count, tf.int64))
     return (tf.constant([t.path for t in group], tf.string),
             tf.constant([t.offset for t in group], tf.int64),
             tf.constant([t.records_to_skip for t in group], tf.int64),
             tf.constant([t.count for t in group], tf.int64))
-
-
-def tracing_count(task_fn) -> int:
-    """How many times ``task_fn`` was traced (1 once it ran: every closure reuses the graph)."""
-    return task_fn.experimental_get_tracing_count()
