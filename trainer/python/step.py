@@ -74,8 +74,8 @@ class TaskFunction:
     (:func:`build_task_fn`), ``one`` for a closure of one task and ``many`` for a group. A
     closure of one task needs no loop over tasks: that loop, spanning the worker and the
     parameter servers, cost ~4 ms per closure (bench/bench_closure_breakdown.py), and one-task
-    closures are the common case when a task already has the steps a closure should run (e.g. a
-    wide model, or ``--steps-per-execution`` at or below a task's steps)."""
+    closures are the case whenever a task already has the steps a closure should run
+    (``--steps-per-execution``, or what ``auto`` chose, at or below a task's steps)."""
 
     def __init__(self, one, many):
         self.one, self.many = one, many
