@@ -82,11 +82,17 @@ def _kerberos_login(args) -> None:
     kerberos.prepare_skein_env()
     if keytab:
         kerberos.login_from_keytab(principal, keytab)
-    elif args.command in YARN_COMMANDS:
+    elif args.command in YARN_COMMANDS or args.command == "export":
+        # export: Spark's driver JVM would fail later with a stack trace (Hive warehouse, output on
+        # the cluster, or executors on YARN); checked here so it fails in one line like the rest.
         from tfhadoop import hadoop
 
         conf = hadoop.load_conf()
-        kerberos.require_ticket(f"YARN at {conf.get('yarn.resourcemanager.address') or conf.default_fs}")
+        yarn = f"YARN at {conf.get('yarn.resourcemanager.address') or conf.default_fs}"
+        if args.command in YARN_COMMANDS or getattr(args, "master", None) == "yarn":
+            kerberos.require_ticket(yarn)
+        elif not str(getattr(args, "output", "") or "").startswith("file:"):
+            kerberos.require_ticket(conf.default_fs)
 
 
 def _version() -> str:

@@ -7,7 +7,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -118,7 +117,10 @@ def test_no_ticket_each_command_fails_in_one_line(secure_cluster):
     fs = info["fs_default"]
     proc, secs = _tfh(env, "records", "count", f"{fs}/user/anything.tfrecord")
     _one_line_error(proc, secs, f"no Kerberos ticket for {fs}: run kinit or pass --principal/--keytab")
+    proc, secs = _tfh(env, "export", "--table", "t", "--output", f"{fs}/user/out")
+    _one_line_error(proc, secs, f"no Kerberos ticket for {fs}: run kinit or pass --principal/--keytab")
     for argv in (["jobs"], ["status", "application_1_0001"],
+                 ["export", "--master", "yarn", "--table", "t", "--output", f"{fs}/user/out"],
                  ["train", "--model", "m:f", "--data", f"{fs}/user/x", "--label", "y",
                   "--checkpoint-dir", f"{fs}/user/ck"]):
         proc, secs = _tfh(env, *argv)
@@ -168,6 +170,8 @@ import os, sys
 from tfhadoop.connectors import tfrecord
 url, out = sys.argv[1], sys.argv[2]
 assert os.environ.get("HADOOP_TOKEN_FILE_LOCATION"), "no delegation tokens in the container"
+with open(os.environ["HADOOP_TOKEN_FILE_LOCATION"], "rb") as f:  # use_ip=true: named 127.0.0.1:port
+    assert ("127.0.0.1:" + url.split("/")[2].rsplit(":", 1)[1]).encode() in f.read(), "no IP-named HDFS token"
 n = sum(1 for _ in tfrecord.read_records(url))
 import tensorflow as tf
 import tfhadoop.tfhdfs
@@ -179,7 +183,8 @@ with tf.io.gfile.GFile(out, "w") as f:
 
 def test_container_uses_delegation_tokens_for_hdfs_and_the_tf_plugin(secure_cluster, tmp_path):
     """A YARN container has no ticket: hdfs-native and the TF hdfs:// plugin (read and write)
-    authenticate with the application's HDFS delegation tokens (HADOOP_TOKEN_FILE_LOCATION)."""
+    authenticate with the application's HDFS delegation tokens (HADOOP_TOKEN_FILE_LOCATION), which
+    the secure cluster names by the NameNode's IP (use_ip=true, Hadoop's default)."""
     cluster, info = secure_cluster
     env = _env(cluster, info, tmp_path / "cc")
     env["SKEIN_DRIVER_JAVA_OPTIONS"] = f"-Djava.security.krb5.conf={info['krb5_conf']}"
@@ -235,16 +240,14 @@ print("counts", n, m)
 
 
 def test_ip_named_delegation_token_is_found_by_python_and_the_tf_plugin(secure_cluster, tmp_path):
-    """Hadoop names tokens by the NameNode's IP by default (hadoop.security.token.service.use_ip=true);
-    a process holding only such a token and no ticket still reaches hdfs://localhost:port from
-    Python and through the TF plugin (both dial the IP the token names)."""
+    """Hadoop names tokens by the NameNode's IP by default (hadoop.security.token.service.use_ip=true,
+    as on the secure cluster); a process holding only such a token and no ticket still reaches
+    hdfs://localhost:port from Python and through the TF plugin (both dial the IP the token names),
+    where hdfs-native on its own finds no token."""
     cluster, info = secure_cluster
-    conf = tmp_path / "conf"
-    shutil.copytree(cluster.conf_dir, conf)
-    core = conf / "core-site.xml"
-    key = "<name>hadoop.security.token.service.use_ip</name><value>"
-    assert key + "false</value>" in core.read_text()
-    core.write_text(core.read_text().replace(key + "false</value>", key + "true</value>"))
+    conf = cluster.conf_dir
+    assert "<name>hadoop.security.token.service.use_ip</name><value>true</value>" in \
+        (conf / "core-site.xml").read_text()
     java, tools = re.search(r"dfs\) exec '([^']*)' \$LOG -cp '[^:']*:([^']*)'", (cluster.bin_dir / "hdfs").read_text()).groups()
     env = _env(cluster, info, tmp_path / "cc")
     _kinit(env, info["principal"], info["keytab"])
@@ -295,7 +298,9 @@ def _py(env, script, *args, timeout=300):
 @pytest.fixture(scope="module")
 def exported_dataset(secure_cluster, tmp_path_factory):
     """A Hive table on the secure warehouse (written with a kinit ticket), exported to TFRecords by
-    `tfhadoop export --principal/--keytab` with no ticket cache at all."""
+    `tfhadoop export --master yarn --principal/--keytab` with no ticket cache at all: Spark logs in
+    from the keytab and its executors on the secure YARN read the table's files and write the shards
+    with the delegation tokens Spark obtained (no credentials: test_no_ticket_each_command_...)."""
     cluster, info = secure_cluster
     mine = _env(cluster, info, tmp_path_factory.mktemp("cc") / "cc")
     _kinit(mine, info["principal"], info["keytab"])
@@ -304,11 +309,11 @@ def exported_dataset(secure_cluster, tmp_path_factory):
     url = info["fs_default"] + f"/user/{user}/datasets/points"
     env = _env(cluster, info, None)
     t0 = time.monotonic()
-    proc, _ = _tfh(env, "export", "--table", "secure_points", "--output", url, "--split", "train=0.8,eval=0.2",
+    proc, _ = _tfh(env, "export", "--master", "yarn", "--table", "secure_points", "--output", url, "--split", "train=0.8,eval=0.2",
                    "--label", "y", "--shards", "4", "--principal", info["principal"], "--keytab", info["keytab"],
                    timeout=400)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
-    print(f"secure export in {time.monotonic() - t0:.1f} s")
+    print(f"secure export (Spark on YARN) in {time.monotonic() - t0:.1f} s")
     return url
 
 
@@ -322,6 +327,9 @@ def test_export_of_a_hive_table_with_a_keytab(secure_cluster, exported_dataset, 
     manifest = json.loads(_hdfs_text(_with_ticket(cluster, info, tmp_path), info, f"{exported_dataset}/_tfhadoop.json"))
     assert set(manifest["splits"]) == {"train", "eval"}
     assert sum(s["records"] for s in manifest["splits"].values()) == 3000
+    executors = [f for f in cluster.state_dir.glob("target/**/launch_container.sh")
+                 if "YarnCoarseGrainedExecutorBackend" in f.read_text(errors="replace")]
+    assert executors, "no Spark executor of the export ran in a YARN container"
     # The second user can read neither the table's files nor the dataset.
     proc, secs = _tfh(env, "records", "count", exported_dataset, "--principal", info["other_principal"],
                       "--keytab", info["other_keytab"])
@@ -387,27 +395,50 @@ def _hdfs_text(env, info, url: str, missing_ok: bool = False) -> str:
     return _py(env, READ_TEXT, _path(info, url), "missing-ok" if missing_ok else "-")
 
 
+URGENT = """
+import sys
+sys.path[:0] = [{trainer_tests!r}, {trainer_tests!r} + "/.."]  # test_train_yarn and the waiting module
+import skein
+from test_train_yarn import _hog
+with skein.Client(log=False) as client:
+    print("ready", flush=True)
+    sys.stdin.readline()  # when the tokens are old enough
+    app = _hog(client, "urgent", queue="urgent", instances=1, memory=2560)
+    print(app.id, flush=True)
+    sys.stdin.readline()  # until the test has seen the preemption
+    app.shutdown()
+"""
+
+
 def test_train_on_the_secure_cluster_with_a_keytab(secure_cluster, exported_dataset, tmp_path):
-    """`tfhadoop train --principal/--keytab` (no ticket cache): 1 PS + 1 worker on YARN with the
-    application's delegation tokens only. Once the tokens are older than their renewal interval
-    the worker is killed: its replacement, a new process, logs in to HDFS with the same tokens
-    (the ResourceManager renewed them) and the job SUCCEEDS. Checkpoints and the SavedModel land
-    on hdfs://; the keytab never leaves the client."""
+    """`tfhadoop train --principal/--keytab` (no ticket cache): 1 PS + 1 worker in queue `train`
+    on YARN with the application's delegation tokens only (IP-named). Once the tokens are older
+    than their renewal interval, an application in `urgent` takes back the worker (preemption,
+    test_train_yarn's helper): its replacement, a new process started when `urgent` is done, logs
+    in to HDFS with the same tokens (the ResourceManager renewed them) and the job SUCCEEDS with
+    every epoch counted once. Checkpoints and the SavedModel land on hdfs://; the keytab never
+    leaves the client."""
     cluster, info = secure_cluster
     user = info["principal"].split("@")[0]
     run = info["fs_default"] + f"/user/{user}/runs/r1"
     env = _env(cluster, info, None)
     mine = _with_ticket(cluster, info, tmp_path)
-    renew, epochs = info["token_renew_seconds"], 18  # still training when the tokens are renew + 5 s old
+    renew, epochs = info["token_renew_seconds"], 30  # still training when the tokens are renew + 5 s old
+    # 8 GB node: 2 GB master + 1 GB PS + 4 GB worker in `train` (guaranteed 4 GB) leave 1 GB;
+    # `urgent` (guaranteed 3.2 GB) asks for 0.25 + 2.5 GB, more than the PS holds: the worker goes.
     t0 = time.monotonic()
     proc = subprocess.Popen(
         [sys.executable, "-m", "tfhadoop", "train", "--model", "trainer_test_models:linear",
          "--python-path", str(TRAINER_TESTS), "--data", exported_dataset, "--label", "y", "--workers", "1",
-         "--ps", "1", "--epochs", str(epochs), "--task-records", "300", "--batch-size", "32", "--worker-memory", "1g",
-         "--ps-memory", "1g", "--checkpoint-dir", f"{run}/ckpt", "--export-dir", f"{run}/model",
+         "--ps", "1", "--epochs", str(epochs), "--task-records", "300", "--batch-size", "32", "--worker-memory", "4g",
+         "--ps-memory", "1g", "--queue", "train", "--checkpoint-dir", f"{run}/ckpt", "--export-dir", f"{run}/model",
          "--principal", info["principal"], "--keytab", info["keytab"]],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    urgent = subprocess.Popen([sys.executable, "-c", URGENT.format(trainer_tests=str(TRAINER_TESTS))],
+                              env={**mine, "SKEIN_DRIVER_JAVA_OPTIONS": f"-Djava.security.krb5.conf={info['krb5_conf']}"},
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
+        assert urgent.stdout.readline().strip() == "ready", urgent.communicate()[1][-3000:]
         app = next((line.split()[1] for line in proc.stdout if line.startswith("application ")), None)
         assert app, proc.stderr.read()[-3000:]
         deadline = time.monotonic() + 300
@@ -420,27 +451,41 @@ def test_train_on_the_secure_cluster_with_a_keytab(secure_cluster, exported_data
             time.sleep(3)
         assert proc.poll() is None and pid, "the job ended (or never started its worker) before its tokens " \
             "were older than their renewal interval"
-        os.kill(pid, signal.SIGKILL)
-        t_kill = time.time()
+        t_urgent = time.time()
+        urgent.stdin.write("submit\n")
+        urgent.stdin.flush()
+        assert urgent.stdout.readline().startswith("application_"), urgent.communicate()[1][-3000:]
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None and urgent.poll() is None:
+            if '"container_lost"' in _hdfs_text(mine, info, f"{run}/ckpt/events.jsonl"):
+                break
+            time.sleep(2)
+        assert urgent.poll() is None, urgent.communicate()[1][-3000:]
+        assert proc.poll() is None, "the job ended before `urgent` took its worker"
+        _, urgent_err = urgent.communicate("\n", timeout=120)  # `urgent` ends: the replacement gets its resources
+        assert urgent.returncode == 0, urgent_err[-3000:]
         out, err = proc.communicate(timeout=600)
     finally:
-        if proc.poll() is None:
-            proc.kill()
+        for p in (urgent, proc):
+            if p.poll() is None:
+                p.kill()
     secs = time.monotonic() - t0
     assert proc.returncode == 0, (out + err)[-4000:] + _container_logs(cluster)[-6000:]
     assert "training SUCCEEDED" in out, (out + err)[-3000:]
     events = [json.loads(line) for line in _hdfs_text(mine, info, f"{run}/ckpt/events.jsonl").splitlines()]
     assert events[-1]["event"] == "finished" and events[-1]["status"] == "SUCCEEDED", events[-1]
     lost = [e for e in events if e["event"] == "container_lost"]
-    assert [e["role"] for e in lost] == ["worker"], lost
+    assert [(e["role"], e["preempted"]) for e in lost] == [("worker", True)], lost
+    assert lost[0]["diagnostics"] == "Container preempted by scheduler", lost
     # The replacement started after the tokens' first renewal interval had passed, and trained.
     up_again = [e for e in events if e["event"] == "replacement_up"]
     assert up_again and up_again[0]["time"] > events[0]["time"] + renew, (up_again, events[0])
     train = json.loads(_hdfs_text(mine, info, f"{exported_dataset}/_tfhadoop.json"))["splits"]["train"]["records"]
     metrics = json.loads(_hdfs_text(mine, info, f"{run}/ckpt/metrics.json"))
     assert [e["examples"] for e in metrics["epochs"]] == [train] * epochs  # exactly once per epoch
-    print(f"secure train in {secs:.1f} s; worker killed {t_kill - events[0]['time']:.0f} s after cluster_up, "
-          f"replacement up {up_again[0]['time'] - t_kill:.1f} s later; tokens renew every {renew} s")
+    print(f"secure train in {secs:.1f} s; `urgent` submitted {t_urgent - events[0]['time']:.0f} s after cluster_up, "
+          f"worker preempted {lost[0]['time'] - t_urgent:.1f} s later, replacement up "
+          f"{up_again[0]['time'] - lost[0]['time']:.1f} s after that; tokens renew every {renew} s")
     listing = _py(mine, "import hdfs_native; c = hdfs_native.Client(); "
                         f"print('\\n'.join(s.path for s in c.list_status({_path(info, run)!r} + '/ckpt', True)))"
                         "; print('\\n'.join(s.path for s in c.list_status("
@@ -460,3 +505,4 @@ def test_train_on_the_secure_cluster_with_a_keytab(secure_cluster, exported_data
             if f.name == "launch_container.sh":
                 text = f.read_text()
                 assert "keytab" not in text.lower() and info["keytab"] not in text, f
+

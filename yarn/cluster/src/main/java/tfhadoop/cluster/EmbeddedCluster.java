@@ -274,7 +274,7 @@ public final class EmbeddedCluster {
     if (secure != null) {
       core.put("hadoop.security.authentication", "kerberos");
       core.put("hadoop.security.authorization", "true");
-      core.put("hadoop.security.token.service.use_ip", "false");
+      core.put("hadoop.security.token.service.use_ip", "true");
     }
     writeXml("core-site.xml", core);
 

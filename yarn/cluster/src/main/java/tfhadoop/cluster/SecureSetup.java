@@ -152,9 +152,11 @@ final class SecureSetup {
     conf.set("yarn.nodemanager.webapp.spnego-principal", http);
     conf.set("yarn.nodemanager.webapp.spnego-keytab-file", keytab);
     conf.setLong("yarn.resourcemanager.delegation.token.renew-interval", renewSeconds * 1000L);
+    // Tokens named by the NameNode's IP, Hadoop's default and what real non-HA clusters hand out:
+    // the TF plugin and the Python HDFS client dial the IP a token names (tokens.rs).
+    conf.setBoolean("hadoop.security.token.service.use_ip", true);
     // Containers (Skein's AM is a JVM) find the realm in this krb5.conf, not in /etc/krb5.conf: a
     // JVM with hadoop.security.authentication=kerberos fails at UGI start-up without one.
-    conf.setBoolean("hadoop.security.token.service.use_ip", false);
     String krb5 = new File(keytabDir.getParentFile(), "krb5.conf").getAbsolutePath();
     conf.set("yarn.nodemanager.admin-env", "MALLOC_ARENA_MAX=$MALLOC_ARENA_MAX,KRB5_CONFIG=" + krb5
         + ",JAVA_TOOL_OPTIONS=-Djava.security.krb5.conf=" + krb5);
