@@ -257,8 +257,8 @@ def test_hdfs_safe_mode_during_checkpoints_is_waited_out(hadoop_cluster, dataset
 
 
 @pytest.mark.xfail(strict=True, reason="issue 12 row 4, not fixed yet: a worker's hdfs:// open during the outage "
-                   "fails (Connection refused; TF turns Unavailable into InternalError), the coordinator fails and "
-                   "only YARN's AM attempt 2 saves the job (docs/design/trainer.md, HDFS outages)")
+                   "fails (Connection refused; TF turns Unavailable into InternalError), the coordinator fails; the "
+                   "job FAILS or is saved by AM attempt 2 (docs/design/trainer.md, HDFS outages)")
 def test_namenode_restart_during_reads_is_waited_out(hadoop_cluster, dataset):
     """Row 4 during reads: the NameNode is stopped for 20 s while the workers read their tasks'
     shards over hdfs:// (safe mode would not block reads), then started again on its ports and
