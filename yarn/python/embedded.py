@@ -290,6 +290,35 @@ class EmbeddedCluster:
             path.write_text(text.format(**fields))
             path.chmod(0o755)
 
+    # -- NameNode outages ------------------------------------------------------------------
+    def stop_namenode(self, timeout: float = 60.0) -> None:
+        """Stop the NameNode of the running cluster (HDFS clients get connection refused) until
+        :meth:`start_namenode`; the DataNode and YARN keep running."""
+        self._control("namenode-stop", timeout)
+
+    def start_namenode(self, timeout: float = 180.0) -> None:
+        """Start the NameNode again on its ports and storage; returns once it left safe mode."""
+        self._control("namenode-start", timeout)
+
+    def _control(self, request: str, timeout: float) -> None:
+        """A request to the cluster JVM (a file in ``control/``), answered in ``<request>.done``."""
+        if self.info() is None:
+            raise CommandError(f"no embedded cluster runs in {self.state_dir}")
+        control = self.state_dir / "control"
+        done = control / f"{request}.done"
+        done.unlink(missing_ok=True)
+        (control / request).write_text("")
+        deadline = time.monotonic() + timeout
+        while not done.exists():
+            if time.monotonic() > deadline:
+                raise CommandError(f"the cluster did not answer {request} within {timeout:.0f} s; see "
+                                   f"{self.logs_dir / 'cluster.out'}")
+            time.sleep(0.2)
+        answer = done.read_text().strip()
+        done.unlink()
+        if answer != "ok":
+            raise CommandError(f"{request}: {answer}")
+
     # -- extra NodeManagers (another host each) ---------------------------------------------
     def start_node_manager(self, host: str, memory_mb: int = 4096, vcores: int = 4, gpus: int = 0,
                            timeout: float = 120.0) -> NodeManagerProcess:

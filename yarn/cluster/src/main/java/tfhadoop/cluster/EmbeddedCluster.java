@@ -99,6 +99,7 @@ public final class EmbeddedCluster {
     }
     double secs = (System.nanoTime() - t0) / 1e9;
     cluster.writeReadyFile(secs);
+    cluster.watchControlRequests();
     System.out.printf("tfhadoop embedded cluster ready in %.1f s%n", secs);
     System.out.flush();
     Thread.currentThread().join(); // until SIGTERM runs the shutdown hook
@@ -144,6 +145,68 @@ public final class EmbeddedCluster {
       throw new IllegalStateException("NodeManagers did not register with the ResourceManager in 60 s");
     }
     writeClientConfiguration(yarn.getConfig(), defaultFs);
+  }
+
+  /**
+   * Requests from the Python side (tests and benchmarks that take HDFS away for a while): a file
+   * {@code control/<request>} appears, the answer goes to {@code control/<request>.done} ("ok" or
+   * the error). {@code namenode-stop} stops the NameNode (clients get connection refused);
+   * {@code namenode-start} starts it again on the same ports and storage and answers once it has
+   * left safe mode, so the cluster is as healthy as before.
+   */
+  private void watchControlRequests() {
+    File dir = new File(opts.stateDir, "control");
+    dir.mkdirs();
+    Thread t = new Thread(() -> {
+      while (true) {
+        for (String request : new String[] {"namenode-stop", "namenode-start"}) {
+          File file = new File(dir, request);
+          if (file.exists() && file.delete()) {
+            answer(dir, request, runControlRequest(request));
+          }
+        }
+        try {
+          Thread.sleep(200);
+        } catch (InterruptedException e) {
+          return;
+        }
+      }
+    }, "tfhadoop-control");
+    t.setDaemon(true);
+    t.start();
+  }
+
+  private synchronized String runControlRequest(String request) {
+    try {
+      if (request.equals("namenode-stop")) {
+        dfs.shutdownNameNode(0);
+        System.out.println("NameNode stopped (control request)");
+      } else {
+        dfs.restartNameNode(0, true);
+        long deadline = System.currentTimeMillis() + 120_000;
+        while (dfs.getNameNode(0).isInSafeMode()) {
+          if (System.currentTimeMillis() > deadline) {
+            return "the restarted NameNode is still in safe mode after 120 s";
+          }
+          Thread.sleep(200);
+        }
+        System.out.println("NameNode restarted (control request), out of safe mode");
+      }
+      return "ok";
+    } catch (Throwable e) {
+      e.printStackTrace();
+      return request + " failed: " + e;
+    }
+  }
+
+  private static void answer(File dir, String request, String text) {
+    try {
+      File tmp = new File(dir, request + ".done.tmp");
+      Files.write(tmp.toPath(), text.getBytes(StandardCharsets.UTF_8));
+      Files.move(tmp.toPath(), new File(dir, request + ".done").toPath(), StandardCopyOption.ATOMIC_MOVE);
+    } catch (IOException e) {
+      System.err.println("answering " + request + ": " + e);
+    }
   }
 
   /**
