@@ -15,10 +15,11 @@ import os
 import threading
 from pathlib import Path
 
-__all__ = ["LIBRARY", "register"]
+__all__ = ["LIBRARY", "register", "ride_out_outages"]
 
 LIBRARY = Path(__file__).with_name("libtfhdfs.so")  # also asked by tfhadoop.tokens (ctypes)
 CONF_DIR_ENV = "TFHADOOP_HDFS_CONF_DIR"  # read by the plugin (connectors/native/tfhdfs/src/hdfs.rs)
+PATIENT_ENV = "TFHADOOP_HDFS_PATIENT"  # read by the plugin: "1" keeps hdfs-native's NameNode retries
 
 _lock = threading.Lock()
 _registered = False
@@ -36,6 +37,14 @@ def _point_at_cluster() -> None:
         os.environ[CONF_DIR_ENV] = str(hadoop.conf_dir())
     except TfhadoopError:
         pass  # no cluster known: hdfs://host:port/ URIs still work, hdfs:/// says what is missing
+
+
+def ride_out_outages() -> None:
+    """For the trainer's long-running roles, before their first ``hdfs://`` access: the plugin's
+    NameNode calls keep hdfs-native's own retries (~165 s of backoff) instead of failing in a few
+    seconds, so a NameNode restart stalls a worker's shard open instead of failing its closure
+    (TensorFlow turns the Unavailable into an InternalError that the coordinator cannot re-queue)."""
+    os.environ[PATIENT_ENV] = "1"
 
 
 def register() -> None:

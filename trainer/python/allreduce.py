@@ -65,7 +65,7 @@ def train(job: dict, gen: int, rank: int, workers: int, work: str, app=None) -> 
     master asked the ring to stop (after a checkpoint). Returns the metrics (chief) or None."""
     import tensorflow as tf
 
-    import tfhadoop.tfhdfs  # noqa: F401 - hdfs:// for TensorFlow (shards, checkpoints, export)
+    import tfhadoop.tfhdfs  # hdfs:// for TensorFlow (shards, checkpoints, export)
     from tfhadoop.connectors.dataset import load as load_manifest
     from tfhadoop.connectors.dataset import load_indexes
     from tfhadoop.trainer.checkpoints import CheckpointPolicy, HdfsCheckpoints
@@ -74,6 +74,7 @@ def train(job: dict, gen: int, rank: int, workers: int, work: str, app=None) -> 
     from tfhadoop.trainer.summaries import Summaries
     from tfhadoop.trainer.tasks import EpochLedger, plan_epoch
 
+    tfhadoop.tfhdfs.ride_out_outages()  # a NameNode restart stalls this ring's reads, not fails them
     chief = rank == 0
     strategy = tf.distribute.MultiWorkerMirroredStrategy()
     replicas = strategy.num_replicas_in_sync

@@ -94,7 +94,9 @@ def main() -> int:
     app.kv[f"{P.KV_ADDR}{role}/{slot}"] = address.encode()
     import tensorflow  # noqa: F401 - seconds of import while the master assembles the spec
 
-    import tfhadoop.tfhdfs  # noqa: F401 - before serving: closures open the shards' hdfs:// URLs
+    import tfhadoop.tfhdfs  # before serving: closures open the shards' hdfs:// URLs
+
+    tfhadoop.tfhdfs.ride_out_outages()  # a NameNode restart stalls a shard open, not the closure
     cluster = json.loads(app.kv.wait(P.KV_CLUSTER).decode())
     # A worker that arrives after training started with fewer workers, or a replacement at a new
     # address, is in the spec once the master has put it there; until then it waits.

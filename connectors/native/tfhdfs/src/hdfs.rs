@@ -80,6 +80,15 @@ const FAST_FAIL: [(&str, &str); 3] = [
     ("dfs.client.failover.sleep.max.millis", "2000"),
 ];
 
+/// Set (to "1") by tfhadoop.tfhdfs.ride_out_outages in the trainer's long-running roles: the
+/// FAST_FAIL defaults are left out, so hdfs-native's own NameNode retries (~165 s of backoff)
+/// carry a worker's shard open through a NameNode restart instead of failing the closure.
+const PATIENT_ENV: &str = "TFHADOOP_HDFS_PATIENT";
+
+fn patient() -> bool {
+    std::env::var(PATIENT_ENV).is_ok_and(|v| v == "1")
+}
+
 /// Set by tfhadoop.tfhdfs to the embedded cluster's conf dir when HADOOP_CONF_DIR is unset (so
 /// the rest of the process still sees "no HADOOP_CONF_DIR" = embedded cluster).
 const PLUGIN_CONF_DIR: &str = "TFHADOOP_HDFS_CONF_DIR";
@@ -123,7 +132,11 @@ fn namenode(authority: &str) -> Option<String> {
 }
 
 fn build(authority: &str, uri: &str) -> Result<Client> {
-    let defaults: Vec<(&str, &str)> = FAST_FAIL.iter().copied().filter(|(k, _)| !conf_sets(k)).collect();
+    let defaults: Vec<(&str, &str)> = if patient() {
+        Vec::new()
+    } else {
+        FAST_FAIL.iter().copied().filter(|(k, _)| !conf_sets(k)).collect()
+    };
     let mut builder = ClientBuilder::new().with_io_runtime(runtime().handle().clone()).with_config(defaults);
     if std::env::var_os("HADOOP_CONF_DIR").is_none() {
         if let Ok(dir) = std::env::var(PLUGIN_CONF_DIR) {
