@@ -1,5 +1,6 @@
 """Fault rows of issue 12 on the embedded YARN cluster, driven through `tfhadoop train`: a worker
-that hangs (SIGSTOP) is detected by its stopped heartbeat, killed and replaced; the application
+that hangs (SIGSTOP) is detected by its stopped heartbeat, killed and replaced (a PS, a coordinator:
+restarted from the checkpoint); the application
 master's container killed (SIGKILL) is followed by YARN's attempt 2, whose master resumes the job
 from its checkpoint on HDFS. Each asserts SUCCEEDED, exact per-epoch counts and the event log."""
 from __future__ import annotations
@@ -10,7 +11,7 @@ import signal
 import time
 
 import pytest
-from test_train_yarn import _app_id, _events, _hog, _metrics, _state_epoch, _train, _wait, dataset  # noqa: F401
+from test_train_yarn import _app_id, _events, _hog, _metrics, _state_epoch, _train, _wait, _wait_epochs, dataset  # noqa: F401
 
 from tfhadoop.trainer.protocol import HEARTBEAT_S
 
@@ -254,3 +255,54 @@ def test_hdfs_safe_mode_during_checkpoints_is_waited_out(hadoop_cluster, dataset
     assert [e["examples"] for e in _metrics(run)["epochs"]] == [2400] * epochs
     print(f"safe mode {left - entered:.1f} s; {len(retries)} checkpoint retries, the last "
           f"{retries[-1]['time'] - entered:.1f} s after it began")
+
+
+def test_hung_coordinator_is_killed_and_restarted_from_the_checkpoint(hadoop_cluster, dataset):
+    """Row 2, the coordinator: SIGSTOPped in the application master's container after its first
+    epoch, its heartbeat (``coordinator`` in the key-value store) stops; the master kills it after
+    --hang-timeout s and starts a new one, which resumes from the checkpoint."""
+    import skein
+
+    from tfhadoop.connectors import hdfs
+
+    epochs, hang_timeout = 4, 8
+    steps_per_epoch = 2400 // 300 * -(-300 // 32)  # a checkpoint at each epoch's end (and every 60 s)
+    run, proc = _train(hadoop_cluster, dataset, background=True,
+                       extra=["--workers", "2", "--epochs", str(epochs), "--hang-timeout", str(hang_timeout)])
+    stopped = None
+    try:
+        app_id = _app_id(proc)
+        _wait_epochs(hadoop_cluster, run, proc, 1)
+        with skein.Client() as client:
+            kv = client.connect(app_id).kv
+            stopped = json.loads(kv["coordinator"].decode())["pid"]
+            os.kill(stopped, signal.SIGSTOP)
+            t_stop = time.time()
+            progress = json.loads(kv["progress"].decode())  # nothing newer comes from a stopped coordinator
+        resumed_at = json.loads(hdfs.read_bytes(f"{run}/ckpt/latest/state.json"))["steps"]  # ... nor a checkpoint
+        out, err = proc.communicate(timeout=600)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        if stopped is not None:
+            try:
+                os.kill(stopped, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+    assert proc.returncode == 0, (out + err)[-4000:]
+    events = _events(run)
+    kinds = [e["event"] for e in events]
+    hung = [e for e in events if e["event"] == "coordinator_hung"]
+    assert [(e["reason"], e["attempt"]) for e in hung] == [("silent", 1)], hung
+    assert hung[0]["phase"] in ("training", "checkpointing"), hung
+    detected_after = hung[0]["time"] - t_stop
+    assert hang_timeout - HEARTBEAT_S - 1 <= detected_after <= hang_timeout + 10, detected_after
+    after = kinds[kinds.index("coordinator_hung"):]
+    assert "coordinator_started" in after and "first_wave" in after, after  # a new one, training again
+    assert "coordinator_failed" not in kinds and kinds[-1] == "finished", kinds
+    # Steps run again: those between the checkpoint the new coordinator restored and the stop.
+    assert 0 <= progress["steps"] - resumed_at <= steps_per_epoch, (progress, resumed_at)
+    assert [e["examples"] for e in _metrics(run)["epochs"]] == [2400] * epochs  # exactly once per epoch
+    again = next(e for e in events[kinds.index("coordinator_hung"):] if e["event"] == "first_wave")
+    print(f"coordinator stopped -> hung detected {detected_after:.1f} s -> training again "
+          f"{again['time'] - t_stop:.1f} s; resumed at step {resumed_at}, {progress['steps']} reported at the stop")
