@@ -31,8 +31,24 @@ def _am_pid(app_id: str) -> int:
     raise AssertionError(f"no application master process of {app_id}")
 
 
+def _wait_training_in_epoch_1(hadoop_cluster, run, proc, kv) -> None:
+    """Until the coordinator trains the job's second epoch, watched through the key-value store (an
+    epoch takes a few seconds; polling the checkpoint on HDFS was seen to miss the whole job)."""
+    from test_train_yarn import _diagnosis
+    from waiting import wait_for
+
+    def training_in_epoch_1():
+        report, progress = kv.get("coordinator"), kv.get("progress")
+        return proc.poll() is not None or (report and progress and json.loads(progress)["epoch"] >= 1
+                                           and json.loads(report)["phase"] == "training")
+
+    wait_for(training_in_epoch_1, 300, "training in the second epoch", interval=0.2,
+             diagnose=lambda: _diagnosis(hadoop_cluster, run))
+    assert proc.poll() is None, proc.communicate()[1][-3000:]
+
+
 def _train_and_stop(hadoop_cluster, dataset, role_key: str, workers: int, epochs: int, hang_timeout: int):
-    """``tfhadoop train`` with ``--hang-timeout``; after the first epoch the process of the role
+    """``tfhadoop train`` with ``--hang-timeout``; in the second epoch the process of the role
     ``role_key`` (``up/<role>/<slot>`` in the key-value store) is SIGSTOPped. Returns
     ``run, proc, up, t_stop, out, err`` once the job has ended (the process is SIGCONTed then, in
     case YARN did not kill it)."""
@@ -43,10 +59,10 @@ def _train_and_stop(hadoop_cluster, dataset, role_key: str, workers: int, epochs
     stopped = None
     try:
         app_id = _app_id(proc)
-        _wait(lambda: (_state_epoch(run) or 0) >= 1 or proc.poll() is not None, 300, "one epoch")
-        assert proc.poll() is None, proc.communicate()[1][-3000:]
-        with skein.Client() as client:
-            up = json.loads(client.connect(app_id).kv[role_key].decode())
+        with skein.Client() as client:  # started first: a loaded machine takes many seconds to start its JVM
+            kv = client.connect(app_id).kv
+            _wait_training_in_epoch_1(hadoop_cluster, run, proc, kv)
+            up = json.loads(kv[role_key].decode())
         stopped = up["pid"]
         os.kill(stopped, signal.SIGSTOP)
         t_stop = time.time()
@@ -262,8 +278,6 @@ def test_hung_coordinator_is_killed_and_restarted_from_the_checkpoint(hadoop_clu
     epoch, its heartbeat (``coordinator`` in the key-value store) stops; the master kills it after
     --hang-timeout s and starts a new one, which resumes from the checkpoint."""
     import skein
-    from test_train_yarn import _diagnosis
-    from waiting import wait_for
 
     from tfhadoop.connectors import hdfs
 
@@ -276,15 +290,7 @@ def test_hung_coordinator_is_killed_and_restarted_from_the_checkpoint(hadoop_clu
         app_id = _app_id(proc)
         with skein.Client() as client:
             kv = client.connect(app_id).kv
-
-            def training_in_epoch_1():  # an epoch takes a few seconds: watched through the key-value store
-                report, progress = kv.get("coordinator"), kv.get("progress")
-                return proc.poll() is not None or (report and progress and json.loads(progress)["epoch"] >= 1
-                                                   and json.loads(report)["phase"] == "training")
-
-            wait_for(training_in_epoch_1, 300, "training in the second epoch", interval=0.2,
-                     diagnose=lambda: _diagnosis(hadoop_cluster, run))
-            assert proc.poll() is None, proc.communicate()[1][-3000:]
+            _wait_training_in_epoch_1(hadoop_cluster, run, proc, kv)
             stopped = json.loads(kv["coordinator"].decode())["pid"]
             os.kill(stopped, signal.SIGSTOP)
             t_stop = time.time()
