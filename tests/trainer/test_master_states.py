@@ -533,3 +533,35 @@ def test_phase_reporter_beats_and_marks():
     assert last["phase"] == "training" and last["mark"] == 5 and last["beat"] >= 2
     with pytest.raises(AssertionError):
         phases.enter("napping")
+
+
+def test_a_coordinator_silent_while_a_worker_hangs_is_not_killed(master):
+    """On the embedded cluster a stopped worker also stopped the coordinator's heartbeat thread (a
+    TensorFlow call waiting on it holds the GIL): only the worker is killed and replaced."""
+    now = _clock(master)
+    master.job["hang_timeout"] = 8
+    _start(master)
+    _report(master, "training", 1, 1)
+    _beat_servers(master, 1)
+    master.step()
+    for n in range(2, 12):  # worker 1 stops; the coordinator's report stops with it
+        _beat(master, "ps", 0, n)
+        _beat(master, "worker", 0, n)
+        now[0] += 2
+        master.step()
+    kinds = _kinds(master)
+    assert "hang_detected" in kinds and "coordinator_hung" not in kinds, kinds
+    master.app.serve("worker", 1, "h:11")  # the replacement serves at the same address
+    _beat_servers(master, 20)
+    master.step()
+    for n in range(21, 27):  # ... and the coordinator beats again
+        _report(master, "training", n, n)
+        _beat_servers(master, n)
+        now[0] += 2
+        master.step()
+    assert "coordinator_hung" not in _kinds(master)
+    for n in range(27, 33):  # the coordinator stops again while every server is heard: killed
+        _beat_servers(master, n)
+        now[0] += 2
+        master.step()
+    assert _kinds(master).count("coordinator_hung") == 1

@@ -314,7 +314,16 @@ class HeartbeatWatch:
 class CoordinatorWatch:
     """The coordinator's watchdog on the master's side: when its report (``protocol.KV_COORDINATOR``,
     written by trainer/python/phases.py) last had a new ``beat`` and a new ``(phase, mark)``, by
-    this master's clock. Needs ``coordinator``, ``clock``, ``job``, ``app`` and ``live``."""
+    this master's clock. Needs ``coordinator``, ``clock``, ``job``, ``app``, ``live``, ``replacing``,
+    ``delayed`` and ``silent_for`` (HeartbeatWatch)."""
+
+    def servers_quiet(self) -> bool:
+        """A server's heartbeat has missed two beats, or a lost one is not back: the coordinator's
+        own heartbeat is then not judged. Seen on the embedded cluster: while a worker was stopped,
+        the coordinator's heartbeat thread stopped too (a TensorFlow call waiting on that worker
+        holds the GIL), and the worker's hang would also have restarted the coordinator."""
+        quiet = 2 * protocol.HEARTBEAT_S + 1
+        return bool(self.replacing or self.delayed) or any(self.silent_for(r, s) > quiet for r, s in self.live)
 
     def workers_serving(self) -> int:
         """Live workers whose server is up (a replacement's ``up`` key is new: ``replace`` drops the old)."""
@@ -343,6 +352,8 @@ class CoordinatorWatch:
                 seen.update(phase=report.get("phase"), mark=report.get("mark"), mark_at=now)
         if seen["phase"] == protocol.PHASE_TRAINING and not self.workers_serving():
             seen["mark_at"] = now
+        if self.servers_quiet():
+            seen["beat_at"] = now
         silent, in_phase = now - seen["beat_at"], now - seen["mark_at"]
         limit = self.job["phase_timeouts"].get(seen["phase"])
         data = {"phase": seen["phase"], "silent_s": silent, "in_phase_s": in_phase}
