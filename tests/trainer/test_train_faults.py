@@ -1,5 +1,6 @@
 """Fault rows of issue 12 on the embedded YARN cluster, driven through `tfhadoop train`: a worker
-that hangs (SIGSTOP) is detected by its stopped heartbeat, killed and replaced; the application
+that hangs (SIGSTOP) is detected by its stopped heartbeat, killed and replaced (a PS, a coordinator:
+restarted from the checkpoint); the application
 master's container killed (SIGKILL) is followed by YARN's attempt 2, whose master resumes the job
 from its checkpoint on HDFS. Each asserts SUCCEEDED, exact per-epoch counts and the event log."""
 from __future__ import annotations
@@ -10,7 +11,7 @@ import signal
 import time
 
 import pytest
-from test_train_yarn import _app_id, _events, _hog, _metrics, _state_epoch, _train, _wait, dataset  # noqa: F401
+from test_train_yarn import _app_id, _events, _hog, _metrics, _state_epoch, _train, _wait, _wait_epochs, dataset  # noqa: F401
 
 from tfhadoop.trainer.protocol import HEARTBEAT_S
 
@@ -30,8 +31,24 @@ def _am_pid(app_id: str) -> int:
     raise AssertionError(f"no application master process of {app_id}")
 
 
+def _wait_training_in_epoch_1(hadoop_cluster, run, proc, kv) -> None:
+    """Until the coordinator trains the job's second epoch, watched through the key-value store (an
+    epoch takes a few seconds; polling the checkpoint on HDFS was seen to miss the whole job)."""
+    from test_train_yarn import _diagnosis
+    from waiting import wait_for
+
+    def training_in_epoch_1():
+        report, progress = kv.get("coordinator"), kv.get("progress")
+        return proc.poll() is not None or (report and progress and json.loads(progress)["epoch"] >= 1
+                                           and json.loads(report)["phase"] == "training")
+
+    wait_for(training_in_epoch_1, 300, "training in the second epoch", interval=0.2,
+             diagnose=lambda: _diagnosis(hadoop_cluster, run))
+    assert proc.poll() is None, proc.communicate()[1][-3000:]
+
+
 def _train_and_stop(hadoop_cluster, dataset, role_key: str, workers: int, epochs: int, hang_timeout: int):
-    """``tfhadoop train`` with ``--hang-timeout``; after the first epoch the process of the role
+    """``tfhadoop train`` with ``--hang-timeout``; in the second epoch the process of the role
     ``role_key`` (``up/<role>/<slot>`` in the key-value store) is SIGSTOPped. Returns
     ``run, proc, up, t_stop, out, err`` once the job has ended (the process is SIGCONTed then, in
     case YARN did not kill it)."""
@@ -42,10 +59,10 @@ def _train_and_stop(hadoop_cluster, dataset, role_key: str, workers: int, epochs
     stopped = None
     try:
         app_id = _app_id(proc)
-        _wait(lambda: (_state_epoch(run) or 0) >= 1 or proc.poll() is not None, 300, "one epoch")
-        assert proc.poll() is None, proc.communicate()[1][-3000:]
-        with skein.Client() as client:
-            up = json.loads(client.connect(app_id).kv[role_key].decode())
+        with skein.Client() as client:  # started first: a loaded machine takes many seconds to start its JVM
+            kv = client.connect(app_id).kv
+            _wait_training_in_epoch_1(hadoop_cluster, run, proc, kv)
+            up = json.loads(kv[role_key].decode())
         stopped = up["pid"]
         os.kill(stopped, signal.SIGSTOP)
         t_stop = time.time()
@@ -293,3 +310,114 @@ def test_namenode_restart_during_reads_is_waited_out(hadoop_cluster, dataset):
     retries = [e for e in events if e["event"] == "hdfs_retry"]
     print(f"NameNode down {restarted - stopped:.1f} s; {len(retries)} retries: "
           f"{sorted({e['what'] for e in retries})}")
+
+
+def test_hung_coordinator_is_killed_and_restarted_from_the_checkpoint(hadoop_cluster, dataset):
+    """Row 2, the coordinator: SIGSTOPped in the application master's container after its first
+    epoch, its heartbeat (``coordinator`` in the key-value store) stops; the master kills it after
+    --hang-timeout s and starts a new one, which resumes from the checkpoint."""
+    import skein
+
+    from tfhadoop.connectors import hdfs
+
+    epochs, hang_timeout = 8, 8
+    steps_per_epoch = 2400 // 300 * -(-300 // 32)  # a checkpoint at each epoch's end (and every 60 s)
+    run, proc = _train(hadoop_cluster, dataset, background=True,
+                       extra=["--workers", "2", "--epochs", str(epochs), "--hang-timeout", str(hang_timeout)])
+    stopped = None
+    try:
+        app_id = _app_id(proc)
+        with skein.Client() as client:
+            kv = client.connect(app_id).kv
+            _wait_training_in_epoch_1(hadoop_cluster, run, proc, kv)
+            stopped = json.loads(kv["coordinator"].decode())["pid"]
+            os.kill(stopped, signal.SIGSTOP)
+            t_stop = time.time()
+            progress = json.loads(kv["progress"].decode())  # nothing newer comes from a stopped coordinator
+        resumed_at = json.loads(hdfs.read_bytes(f"{run}/ckpt/latest/state.json"))["steps"]  # ... nor a checkpoint
+        out, err = proc.communicate(timeout=600)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        if stopped is not None:
+            try:
+                os.kill(stopped, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+    assert proc.returncode == 0, (out + err)[-4000:]
+    events = _events(run)
+    kinds = [e["event"] for e in events]
+    hung = [e for e in events if e["event"] == "coordinator_hung"]
+    assert [(e["reason"], e["attempt"]) for e in hung] == [("silent", 1)], hung
+    assert hung[0]["phase"] in ("training", "checkpointing"), hung  # (an epoch-end save may begin meanwhile)
+    detected_after = hung[0]["time"] - t_stop
+    assert hang_timeout - HEARTBEAT_S - 1 <= detected_after <= hang_timeout + 10, detected_after
+    after = kinds[kinds.index("coordinator_hung"):]
+    assert "coordinator_started" in after and "first_wave" in after, after  # a new one, training again
+    assert "coordinator_failed" not in kinds and kinds[-1] == "finished", kinds
+    # Steps run again: those between the checkpoint the new coordinator restored and the stop.
+    assert 0 <= progress["steps"] - resumed_at <= steps_per_epoch, (progress, resumed_at)
+    assert [e["examples"] for e in _metrics(run)["epochs"]] == [2400] * epochs  # exactly once per epoch
+    again = next(e for e in events[kinds.index("coordinator_hung"):] if e["event"] == "first_wave")
+    print(f"coordinator stopped -> hung detected {detected_after:.1f} s -> training again "
+          f"{again['time'] - t_stop:.1f} s; resumed at step {resumed_at}, {progress['steps']} reported at the stop")
+
+
+def test_every_worker_preempted_at_once_the_job_waits_then_trains_on(hadoop_cluster, dataset):
+    """Rows 5c and 5d in one job: YARN takes back both workers at once, which are all of them. The
+    job waits without a step (no failure, no coordinator restart) until YARN gives the resources
+    back, then both replacements rejoin and it succeeds, every step taken once.
+
+    Sizes: master 2 GB + PS 4.5 GB + 2 x 3.5 GB workers in `train` (13.5 of 16 GB; any placement
+    fits). `urgent` asks 3 x 2 GB (+ its master): to bring it to its share the preemption monitor
+    must take back more than 3.5 GB from `train`, and takes its newest containers, both workers;
+    while `urgent` holds its containers, no 3.5 GB replacement fits on either node."""
+    import skein
+    from test_train_yarn import _diagnosis, _lost_events
+    from waiting import wait_for
+
+    epochs = 16  # ~4 s each: the losses come ~15 s after `urgent` is submitted, then 15 s without a step
+    steps_per_epoch = 2400 // 300 * -(-300 // 32)
+    run, proc = _train(hadoop_cluster, dataset, background=True,
+                       extra=["--workers", "2", "--min-workers", "1", "--epochs", str(epochs), "--queue", "train",
+                              "--worker-memory", "3584m", "--ps-memory", "4608m"])
+    urgent = None
+    try:
+        app_id = _app_id(proc)
+        _wait_epochs(hadoop_cluster, run, proc, 1)
+        with skein.Client() as client:
+            kv = client.connect(app_id).kv
+            urgent = _hog(client, "urgent", queue="urgent", instances=3, memory=2048)
+            lost = wait_for(lambda: len(_lost_events(run)) >= 2 and _lost_events(run), 120, "two preempted workers",
+                            interval=1, diagnose=lambda: _diagnosis(hadoop_cluster, run))
+            time.sleep(3)  # a closure that was finishing as its worker went is accounted
+            before = json.loads(kv["progress"].decode())
+            time.sleep(12)  # no worker: the job waits
+            during = json.loads(kv["progress"].decode())
+            assert kv["workers_alive"] == b"2"  # both replacements requested, neither running
+            urgent.shutdown()
+            urgent = None
+            t_back = time.time()
+        out, err = proc.communicate(timeout=600)
+    finally:
+        if urgent is not None:
+            urgent.shutdown()
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, (out + err)[-4000:]
+    assert sorted((e["role"], e["slot"], e["preempted"]) for e in lost) == [("worker", 0, True), ("worker", 1, True)]
+    assert abs(lost[0]["time"] - lost[1]["time"]) < 10, lost  # at once: before either came back
+    assert during["steps"] == before["steps"], (before, during)  # waited without a worker
+    events = _events(run)
+    kinds = [e["event"] for e in events]
+    assert all(e.get("exit_status") == -102 for e in events if e["event"] == "container_lost"), events
+    ups = [e for e in events if e["event"] == "replacement_up"]
+    assert sorted(e["slot"] for e in ups) == [0, 1] and all(e["time"] > t_back for e in ups), ups
+    assert kinds.count("coordinator_started") == 1 and "coordinator_failed" not in kinds  # no restart
+    assert "slot_abandoned" not in kinds and kinds[-1] == "finished", kinds
+    metrics = _metrics(run)
+    assert [e["examples"] for e in metrics["epochs"]] == [2400] * epochs  # exactly once per epoch
+    assert metrics["steps"] == epochs * steps_per_epoch  # no step taken twice: nothing redone
+    assert {r["slot"] for r in metrics["rejoins"]} == {0, 1}, metrics["rejoins"]
+    print(f"both workers preempted -> waited {t_back - lost[0]['time']:.1f} s with none -> replacements "
+          f"serving {max(e['time'] for e in ups) - t_back:.1f} s after YARN gave the resources back")

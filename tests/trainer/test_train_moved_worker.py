@@ -122,8 +122,10 @@ class FakeApp:
 
 
 class FakeCoordinator:
+    pids = iter(range(1000, 10**6))
+
     def __init__(self, args, **kwargs):
-        self.returncode = None
+        self.returncode, self.pid = None, next(FakeCoordinator.pids)
 
     def poll(self):
         return self.returncode

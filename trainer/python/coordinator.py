@@ -208,17 +208,22 @@ class ClosureSize:
             self.window_steps, self.window_t = 0, now
 
 
-def run(job: dict, cluster: dict, work: str, app=None) -> dict:
+def run(job: dict, cluster: dict, work: str, app=None, phases=None) -> dict:
+    """Train, evaluate and export; ``phases`` (a started PhaseReporter) tells the master's
+    watchdog what it is doing."""
     import tensorflow as tf
 
     from tfhadoop.connectors import hdfs
     from tfhadoop.connectors.dataset import load as load_manifest
     from tfhadoop.connectors.dataset import load_indexes
     from tfhadoop.trainer.checkpoints import CheckpointPolicy, HdfsCheckpoints
+    from tfhadoop.trainer.phases import PhaseReporter
     from tfhadoop.trainer.step import build_task_fn, parse_fn
     from tfhadoop.trainer.summaries import Summaries
     from tfhadoop.trainer.tasks import EpochLedger, plan_epoch
 
+    phases = phases or PhaseReporter(None)
+    phases.enter(protocol.PHASE_CONNECTING)
     progress = Progress(app)
     slots_file = os.path.join(work, "worker_slots.json")
     slots = json.load(open(slots_file)) if os.path.exists(slots_file) else list(range(len(cluster["worker"])))
@@ -243,6 +248,7 @@ def run(job: dict, cluster: dict, work: str, app=None) -> dict:
     def retried(what: str):
         """``on_retry`` for ``hdfs.retry``: each retry into the key-value store (the event log)."""
         def note(attempt, exc, delay):
+            phases.enter(protocol.PHASE_HDFS_RETRY)  # a wait of up to hdfs.RETRY_BUDGET_S, not a hang
             retries.append({"what": what, "attempt": attempt, "error": f"{type(exc).__name__}: {str(exc)[:300]}",
                             "delay_s": delay, "time": time.time()})
             progress.put_list(protocol.KV_HDFS_RETRIES, retries)
@@ -257,9 +263,10 @@ def run(job: dict, cluster: dict, work: str, app=None) -> dict:
     policy.saved(state["steps"])
 
     def save():
-        hdfs.retry(lambda: checkpoints.save(state), "checkpoint", retried("checkpoint"))
-        policy.saved(state["steps"])
-        summaries.sync()
+        with phases.during(protocol.PHASE_CHECKPOINTING):
+            hdfs.retry(lambda: checkpoints.save(state), "checkpoint", retried("checkpoint"))
+            policy.saved(state["steps"])
+            summaries.sync()
 
     epochs, max_steps, batch_size = job["epochs"], job["steps"], job["batch_size"]
     train_split, eval_split = job["train_split"], job["eval_split"]
@@ -298,6 +305,7 @@ def run(job: dict, cluster: dict, work: str, app=None) -> dict:
 
     def account(t, n: int, loss: float, ledger) -> None:
         nonlocal first_step_at
+        phases.progress()
         ledger.record(t, n)
         if first_step_at is None:
             first_step_at = time.monotonic()
@@ -308,6 +316,7 @@ def run(job: dict, cluster: dict, work: str, app=None) -> dict:
         window["n"] += n
         window["loss"] += loss
 
+    phases.enter(protocol.PHASE_TRAINING)
     while not training_done(state, epochs, max_steps):
         epoch = state["epoch"]
         tasks = plan_epoch(manifest, train_split, job["task_records"], epoch=epoch, seed=job["seed"],
@@ -370,6 +379,7 @@ def run(job: dict, cluster: dict, work: str, app=None) -> dict:
                "steps": state["steps"], "steps_per_execution": size.steps,
                "rejoins": rejoin_watch.rejoins, "app": getattr(app, "id", None)}
     if eval_split and manifest.split(eval_split):
+        phases.enter(protocol.PHASE_EVALUATING)
         from tfhadoop.connectors.dataset import shard_url
         from tfhadoop.trainer.step import COMPRESSION, model_inputs
 
@@ -380,6 +390,7 @@ def run(job: dict, cluster: dict, work: str, app=None) -> dict:
         values = plain.evaluate(ds, verbose=0, return_dict=True)
         metrics["eval"] = {k: float(v) for k, v in values.items()}
         summaries.scalars("eval", state["steps"], metrics["eval"])
+    phases.enter(protocol.PHASE_EXPORTING)
     hdfs.publish(lambda staged: plain.save(staged, save_format="tf"), job["export_dir"])
     summaries.close()
     hdfs.write_bytes(protocol.job_file(ckpt_url, protocol.METRICS_FILE), json.dumps(metrics, indent=1).encode())
@@ -400,6 +411,9 @@ def main() -> int:
         import skein
 
         app = skein.ApplicationClient.from_current()
+    from tfhadoop.trainer.phases import PhaseReporter
+
+    phases = PhaseReporter(app).start()  # first: a coordinator that hangs anywhere after this is seen
     try:
         import tensorflow  # noqa: F401
 
@@ -416,7 +430,7 @@ def main() -> int:
             time.sleep(CLUSTER_POLL_S)
         with open(cluster_file) as f:
             cluster = json.load(f)
-        metrics = run(job, cluster, work, app)
+        metrics = run(job, cluster, work, app, phases)
     except BaseException as exc:
         with open(os.path.join(work, "error.json"), "w") as f:
             json.dump({"type": type(exc).__name__, "message": str(exc)[:4000],

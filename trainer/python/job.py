@@ -36,6 +36,12 @@ def mebibytes(value) -> int:
 DEFAULT_CHECKPOINT_SECS = 60
 MAX_AM_ATTEMPTS = 2  # YARN caps it by yarn.resourcemanager.am.max-attempts (default 2)
 STRATEGIES = ("ps", "allreduce")  # --strategy: docs/design/trainer.md
+# The coordinator's watchdog: the longest time (s) in one phase without progress before the master
+# kills and restarts it (protocol.PHASES; a phase not named here has no limit). "training" counts
+# from the last completed closure, and not while no worker is alive (waiting for --min-workers).
+# An evaluation or an HDFS outage waited out (hdfs.RETRY_BUDGET_S) is long, not hung.
+DEFAULT_PHASE_TIMEOUTS = {"connecting": 600, "training": 600, "checkpointing": 600, "hdfs_retry": 600,
+                          "evaluating": 7200, "exporting": 1800}
 
 
 @dataclass
@@ -71,7 +77,10 @@ class JobSpec:
     max_coordinator_restarts: int = 3
     startup_timeout: int = 300
     startup_wait: int = 60  # then start with >= min_workers and scale up as the rest arrive
-    hang_timeout: float = 120  # a worker or PS whose heartbeat stops this long is killed and replaced
+    hang_timeout: float = 120  # a worker, PS or coordinator whose heartbeat stops this long is killed and replaced
+    # a coordinator in one phase without progress longer than this is killed and restarted (seconds
+    # per phase, over DEFAULT_PHASE_TIMEOUTS; "phase=s,phase=s" on the command line)
+    phase_timeouts: dict | str = field(default_factory=lambda: dict(DEFAULT_PHASE_TIMEOUTS))
     name: str = "tfhadoop-train"
     python: str | None = None  # default: ./env/bin/python with python_archive, else this interpreter
     python_archive: str | None = None  # hdfs:// URL of a packed environment (venv-pack/conda-pack .tar.gz)
@@ -92,6 +101,7 @@ class JobSpec:
             value = getattr(self, name)
             if value is not None and value <= 0:
                 raise CommandError(f"--{name.replace('_', '-')} must be positive, got {value}")
+        self.phase_timeouts = phase_timeouts(self.phase_timeouts)
         spe = self.steps_per_execution
         if isinstance(spe, str) and spe.strip().isdigit():
             spe = self.steps_per_execution = int(spe)
@@ -141,10 +151,34 @@ class JobSpec:
             return cls.from_dict(yaml.safe_load(f) or {})
 
 
+def phase_timeouts(value) -> dict:
+    """``--phase-timeouts`` (``"evaluating=7200,training=900"`` or a mapping) over the defaults."""
+    from tfhadoop.trainer.protocol import PHASES
+
+    if isinstance(value, str):
+        pairs = [p.partition("=") for p in value.split(",") if p.strip()]
+        if any(not sep for _, sep, _ in pairs):
+            raise CommandError(f"--phase-timeouts must be PHASE=SECONDS,..., got {value!r}")
+        value = {k.strip(): v.strip() for k, _, v in pairs}
+    out = dict(DEFAULT_PHASE_TIMEOUTS)
+    for phase, seconds in (value or {}).items():
+        if phase not in PHASES:
+            raise CommandError(f"--phase-timeouts: unknown phase {phase!r} (phases: {', '.join(PHASES)})")
+        try:
+            seconds = float(seconds)
+        except (TypeError, ValueError):
+            raise CommandError(f"--phase-timeouts: {phase}={seconds!r} is not a number of seconds") from None
+        if seconds <= 0:
+            raise CommandError(f"--phase-timeouts: {phase} must be positive, got {seconds:g}")
+        out[phase] = seconds
+    return out
+
+
 def job_settings(job: dict) -> dict:
     """``job.json`` over the JobSpec's defaults, the one place they live: a key it lacks (a spec
     written by an older client, a test) gets the same value as a spec built by ``JobSpec``."""
-    defaults = {f.name: f.default for f in fields(JobSpec) if f.default is not MISSING}
+    defaults = {f.name: f.default if f.default is not MISSING else f.default_factory()
+                for f in fields(JobSpec) if f.default is not MISSING or f.default_factory is not MISSING}
     return {**defaults, **job}
 
 

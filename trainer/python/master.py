@@ -22,6 +22,10 @@ and port each must use), assembles the cluster spec from the addresses the conta
 
 - a worker or PS whose heartbeat (``hb/<role>/<slot>``, bumped by a thread of the role) stops
   for ``hang_timeout`` s: killed, then replaced as a lost container (``hang_detected``);
+- the coordinator hung: its report (``coordinator`` in the key-value store: phase and heartbeat,
+  trainer/python/phases.py) silent for ``hang_timeout`` s, or one phase without progress longer
+  than that phase's ``phase_timeouts`` limit: killed and restarted from the checkpoint as after a
+  failure (``coordinator_hung``);
 - the application master lost: YARN starts attempt 2, whose master restarts every role and the
   coordinator from the latest checkpoint in the job directory (``am_restarted``).
 
@@ -158,6 +162,7 @@ class Event(str, enum.Enum):
     SERVERS_LATE = "servers_late"  # ... not within --startup-timeout of the coordinator's start
     SPEC_CHANGED = "spec_changed"  # the spec differs from the coordinator's and all its servers serve
     PROGRESS = "progress"  # the coordinator reported progress since it was given the spec
+    COORDINATOR_STALE = "coordinator_stale"  # its heartbeat is silent, or it is stuck in one phase
     COORDINATOR_EXITED = "coordinator_exited"
 
 
@@ -229,6 +234,9 @@ TRANSITIONS: dict[Event, Rule] = {
                              "ask the coordinator to checkpoint and exit 75"),
     Event.PROGRESS: Rule(frozenset({S.TRAINING, S.RESCALING}), frozenset(),
                          "event first_wave (once per coordinator)", stay=True),
+    Event.COORDINATOR_STALE: Rule(frozenset({S.TRAINING, S.RESCALING}), frozenset({S.WAITING, S.FAILED}),
+                                  "event coordinator_hung (phase, silent or stuck), kill it; restart from the "
+                                  "checkpoint after backoff as a failure (FAILED after max_coordinator_restarts)"),
     Event.COORDINATOR_EXITED: Rule(frozenset({S.WAITING, S.TRAINING, S.RESCALING}),
                                    frozenset({S.WAITING, S.SUCCEEDED, S.FAILED}),
                                    "0: SUCCEEDED; 75 after a rescale request: respawn with the new spec; a "
@@ -303,7 +311,60 @@ class HeartbeatWatch:
             print(f"cannot kill {container}: {exc}", flush=True)
 
 
-class Master(TableMachine, HeartbeatWatch):
+class CoordinatorWatch:
+    """The coordinator's watchdog on the master's side: when its report (``protocol.KV_COORDINATOR``,
+    written by trainer/python/phases.py) last had a new ``beat`` and a new ``(phase, mark)``, by
+    this master's clock. Needs ``coordinator``, ``clock``, ``job``, ``app``, ``live``, ``replacing``,
+    ``delayed`` and ``silent_for`` (HeartbeatWatch)."""
+
+    def servers_quiet(self) -> bool:
+        """A server's heartbeat has missed two beats, or a lost one is not back: the coordinator's
+        own heartbeat is then not judged. Seen on the embedded cluster: while a worker was stopped,
+        the coordinator's heartbeat thread stopped too (a TensorFlow call waiting on that worker
+        holds the GIL), and the worker's hang would also have restarted the coordinator."""
+        quiet = 2 * protocol.HEARTBEAT_S + 1
+        return bool(self.replacing or self.delayed) or any(self.silent_for(r, s) > quiet for r, s in self.live)
+
+    def workers_serving(self) -> int:
+        """Live workers whose server is up (a replacement's ``up`` key is new: ``replace`` drops the old)."""
+        up = self.app.kv.get_prefix(protocol.KV_UP)
+        return sum(1 for role, slot in self.live if role == "worker" and f"{protocol.KV_UP}worker/{slot}" in up)
+
+    def watch_coordinator(self) -> None:
+        """Judge the coordinator just given the spec from now on (an older report is not its own)."""
+        now = self.clock()
+        self.coord_seen = {"beat": None, "beat_at": now, "mark": None, "mark_at": now, "phase": None}
+
+    def stale_coordinator(self) -> dict | None:
+        """The data of a COORDINATOR_STALE event, or None: its heartbeat silent for ``hang_timeout``
+        s (counted from its first beat, as a container's), or its phase unchanged, without
+        progress, longer than ``phase_timeouts[phase]``. "training" does not count while no worker
+        serves (all lost, replacements not up): the coordinator then waits for them, no hang."""
+        if self.coordinator is None or not hasattr(self, "coord_seen"):
+            return None
+        seen, now = self.coord_seen, self.clock()
+        raw = self.app.kv.get(protocol.KV_COORDINATOR)
+        report = json.loads(raw.decode()) if raw else {}
+        if report.get("pid") == getattr(self.coordinator, "pid", None):
+            if report.get("beat") != seen["beat"]:
+                seen.update(beat=report.get("beat"), beat_at=now)
+            if (report.get("phase"), report.get("mark")) != (seen["phase"], seen["mark"]):
+                seen.update(phase=report.get("phase"), mark=report.get("mark"), mark_at=now)
+        if seen["phase"] == protocol.PHASE_TRAINING and not self.workers_serving():
+            seen["mark_at"] = now
+        if self.servers_quiet():
+            seen["beat_at"] = now
+        silent, in_phase = now - seen["beat_at"], now - seen["mark_at"]
+        limit = self.job["phase_timeouts"].get(seen["phase"])
+        data = {"phase": seen["phase"], "silent_s": silent, "in_phase_s": in_phase}
+        if seen["beat"] is not None and self.job["hang_timeout"] and silent > self.job["hang_timeout"]:
+            return {**data, "reason": "silent", "limit_s": self.job["hang_timeout"]}
+        if limit and in_phase > limit:
+            return {**data, "reason": "stuck", "limit_s": limit}
+        return None
+
+
+class Master(TableMachine, HeartbeatWatch, CoordinatorWatch):
     TRANSITIONS = TRANSITIONS
 
     def __init__(self, app, job: dict, work: str, clock=time.monotonic, attempt: int = 1):
@@ -449,9 +510,28 @@ class Master(TableMachine, HeartbeatWatch):
             (self.last_error["type"], self.last_error["message"])
         if error["type"] not in CLUSTER_ERRORS or repeated:
             return self.fail(f"{error['type']}: {error['message']}")
-        if self.coordinator_failures > self.job["max_coordinator_restarts"]:
-            return self.fail(f"coordinator failed {self.coordinator_failures} times, last: {error['message']}")
         self.last_error = error
+        return self.restart_coordinator(error["message"])
+
+    def on_coordinator_stale(self, phase: str, reason: str, silent_s: float, in_phase_s: float,
+                             limit_s: float) -> State:
+        """A stopped or stuck coordinator: killed (its exit is ours, not polled), then restarted from
+        the latest checkpoint like one that failed with a cluster error."""
+        self.events.add("coordinator_hung", role="chief", attempt=self.coordinator_attempts, phase=phase,
+                        reason=reason, silent_s=round(silent_s, 1), in_phase_s=round(in_phase_s, 1),
+                        limit_s=limit_s)
+        self.stop_coordinator()
+        self.coordinator_failures += 1
+        self.failed_at = self.clock()
+        what = (f"silent for {silent_s:.0f} s" if reason == "silent" else
+                f"in phase {phase} for {in_phase_s:.0f} s without progress")
+        return self.restart_coordinator(f"coordinator hung ({what})")
+
+    def restart_coordinator(self, message: str) -> State:
+        """After a coordinator failure: a new one after backoff (2, 4, .. 30 s), resuming from the
+        checkpoint; FAILED after ``max_coordinator_restarts``."""
+        if self.coordinator_failures > self.job["max_coordinator_restarts"]:
+            return self.fail(f"coordinator failed {self.coordinator_failures} times, last: {message}")
         self.begin_after = self.clock() + min(2 ** self.coordinator_failures, 30)
         self.spawn_coordinator()
         return State.WAITING
@@ -513,6 +593,10 @@ class Master(TableMachine, HeartbeatWatch):
                 self.dispatch(Event.SERVERS_UP)
             elif missing and self.clock() - self.spawned_at > self.job["startup_timeout"]:
                 self.dispatch(Event.SERVERS_LATE, missing=missing)
+            return
+        stale = self.stale_coordinator()
+        if stale:
+            self.dispatch(Event.COORDINATOR_STALE, **stale)
             return
         if self.state == State.TRAINING and self.cluster != self.given and not missing:
             self.dispatch(Event.SPEC_CHANGED)
@@ -688,6 +772,7 @@ class Master(TableMachine, HeartbeatWatch):
                 json.dump(value, f)
             os.replace(path + ".tmp", path)
         self.given = json.loads(json.dumps(self.cluster))
+        self.watch_coordinator()
         self.progress_at_begin, self.first_wave_seen = self.app.kv.get(protocol.KV_PROGRESS), False
         self.events.add("coordinator_started", role="chief", attempt=self.coordinator_attempts,
                         workers=len(self.cluster["worker"]), cluster=self.cluster,

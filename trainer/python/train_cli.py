@@ -40,8 +40,11 @@ FLAGS = [  # (flag, type, help)
     ("--max-worker-restarts", int, "failed containers per worker slot before it stays empty; preemptions "
                                    "do not count (default 5)"),
     ("--max-ps-restarts", int, "failed containers per parameter server before the job fails (default 3)"),
-    ("--hang-timeout", float, "seconds without a heartbeat after which a worker or PS counts as hung: it is "
-                              "killed and replaced (default 120)"),
+    ("--hang-timeout", float, "seconds without a heartbeat after which a worker, PS or the coordinator counts "
+                              "as hung: it is killed and replaced (default 120)"),
+    ("--phase-timeouts", str, "PHASE=SECONDS,...: the coordinator in one phase without progress this long is "
+                              "killed and restarted from the checkpoint (defaults: connecting, training (since "
+                              "the last closure), checkpointing, hdfs_retry 600, evaluating 7200, exporting 1800)"),
     ("--startup-wait", int, "seconds to wait for all workers before starting with --min-workers (default 60)"),
     ("--name", str, "YARN application name"),
     ("--python", str, "python interpreter in the containers (default: this one, or ./env/bin/python "
