@@ -108,9 +108,9 @@ def register(subparsers) -> None:
                             "see BENCHMARKS.md)")
     to_pq.add_argument("--parquet-compression-level", type=int, metavar="N",
                        help="codec level (zstd, gzip, brotli; default: the codec's own)")
-    to_pq.add_argument("--row-group-mb", type=_positive, default=64, metavar="MB",
-                       help="Arrow data per Parquet row group (default 64): batches are gathered up to this, so "
-                            "memory holds one row group; larger groups encode a little cheaper")
+    to_pq.add_argument("--row-group-mb", type=_positive, default=16, metavar="MB",
+                       help="Arrow data per Parquet row group (default 16): batches are gathered up to this, so "
+                            "memory holds one row group (larger groups did not encode faster: BENCHMARKS.md)")
     to_pq.add_argument("--threads", type=_positive, default=min(4, os.cpu_count() or 1),
                        help="files decoded at once (default: cores, at most 4); the Parquet writer is one more "
                             "thread. Batches keep the files' order")

@@ -114,7 +114,7 @@ def test_cli_to_parquet_sampled_equals_exact(tmp_path, capsys):
                      "--infer", infer]) == 0
     a, b = pq.read_table(tmp_path / "sample.parquet"), pq.read_table(tmp_path / "all.parquet")
     assert a.cast(b.schema).equals(b) and a.num_rows == 500
-    assert pq.ParquetFile(tmp_path / "sample.parquet").metadata.num_row_groups == 1  # 500 rows < --row-group-mb 64
+    assert pq.ParquetFile(tmp_path / "sample.parquet").metadata.num_row_groups == 1  # 500 rows < --row-group-mb 16
     assert "starting over" not in capsys.readouterr().err
 
 
