@@ -141,12 +141,15 @@ def parquet_bench(mb, where):
     tool = os.path.join(os.path.dirname(sys.executable), "tfhadoop")
     small = files[: max(1, len(files) // 5)]
     small_size = sum(os.path.getsize(f) for f in small)
+    cores = min(4, os.cpu_count() or 1)
     runs = [
-        ("one pass (default: schema from the first batch)", files, size, []),
+        (f"default (one pass, zstd, --threads {cores}, 64 MiB row groups)", files, size, []),
+        ("--threads 1 (one decoder thread + the writer)", files, size, ["--threads", "1"]),
         ("two passes (--infer all)", files, size, ["--infer", "all"]),
-        ("one pass, --parquet-compression snappy", files, size, ["--parquet-compression", "snappy"]),
-        ("one pass, --parquet-compression none", files, size, ["--parquet-compression", "none"]),
-        (f"one pass, first {len(small)} files only (memory vs input size)", small, small_size, []),
+        ("--parquet-compression snappy", files, size, ["--parquet-compression", "snappy"]),
+        ("--parquet-compression lz4", files, size, ["--parquet-compression", "lz4"]),
+        ("--parquet-compression none", files, size, ["--parquet-compression", "none"]),
+        (f"default, first {len(small)} files only (memory vs input size)", small, small_size, []),
     ]
     out = os.path.join(d, "out.parquet")
     for label, inputs, nbytes, extra in runs:
@@ -154,6 +157,7 @@ def parquet_bench(mb, where):
         dt, cpu, rss, rc, err = timed([tool, "records", "to-parquet", *inputs, "-o", out, "--no-progress", *extra])
         print(f"  to-parquet {label}: {nbytes / 1e6:.0f} MB in {dt:.1f}s = {nbytes / 1e6 / dt:.0f} MB/s wall, "
               f"CPU {cpu:.1f}s ({nbytes / 1e6 / cpu:.0f} MB per CPU-second), peak RSS {rss:.0f} MiB, rc={rc}, "
+              f"load {os.getloadavg()[0]:.1f}, "
               f"output {os.path.getsize(out) / 1e6 if rc == 0 else 0:.0f} MB{'; ' + err if err else ''}")
         if not extra and inputs is files:
             os.rename(out, out + ".ref")

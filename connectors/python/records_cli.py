@@ -102,7 +102,18 @@ def register(subparsers) -> None:
     to_pq.add_argument("--infer", default="sample", choices=["sample", "all"],
                        help="schema from the first batch, checked against every later record (default), or from "
                             "all records in a first pass")
-    to_pq.add_argument("--parquet-compression", default="zstd", help="Parquet codec (default zstd)")
+    to_pq.add_argument("--parquet-compression", default="zstd", type=str.lower,
+                       choices=["zstd", "snappy", "lz4", "gzip", "brotli", "none"],
+                       help="Parquet codec (default zstd: the smallest output; snappy/lz4/none cost less CPU, "
+                            "see BENCHMARKS.md)")
+    to_pq.add_argument("--parquet-compression-level", type=int, metavar="N",
+                       help="codec level (zstd, gzip, brotli; default: the codec's own)")
+    to_pq.add_argument("--row-group-mb", type=_positive, default=16, metavar="MB",
+                       help="Arrow data per Parquet row group (default 16): batches are gathered up to this, so "
+                            "memory holds one row group (larger groups did not encode faster: BENCHMARKS.md)")
+    to_pq.add_argument("--threads", type=_positive, default=min(4, os.cpu_count() or 1),
+                       help="files decoded at once (default: cores, at most 4); the Parquet writer is one more "
+                            "thread. Batches keep the files' order")
     to_pq.add_argument("--no-progress", action="store_true", help="no progress bar even on a terminal")
     to_pq.set_defaults(func=_to_parquet)
 
@@ -121,6 +132,17 @@ def register(subparsers) -> None:
 
 
 # ------------------------------------------------------------------------------------ helpers
+
+
+def _positive(text: str) -> int:
+    """argparse type: an integer >= 1 (a 0 would mean no row group or no decoder)."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, not {text!r}")
+    return n
 
 
 def _files(args) -> list[str]:
@@ -477,21 +499,37 @@ def _to_parquet(args) -> int:
 
 
 def _write_parquet(tmp, files, schema, record_type, infer, args, progress) -> int:
-    """Decode (in a thread, :func:`_ahead`) and write every batch to ``tmp``; returns the rows."""
+    """Decode (``--threads`` files at once, in threads ahead of this one, :func:`_ahead`) and write
+    every batch to ``tmp``, gathered into row groups of ``--row-group-mb``; returns the rows."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     from tfhadoop.connectors import arrow as ar
 
-    rows, writer = 0, None
+    rows, writer, group, group_bytes = 0, None, [], 0
+    limit = args.row_group_mb << 20
+
+    def flush():
+        nonlocal group, group_bytes
+        n = sum(b.num_rows for b in group)
+        writer.write_table(pa.Table.from_batches(group), row_group_size=max(n, 1))  # one row group, no concat
+        group, group_bytes = [], 0
+
     batches = _ahead(ar.iter_record_batches(files, schema, record_type, _compression(args), batch_rows=args.batch_rows,
-                                            on_bytes=progress.update, infer=infer))
+                                            on_bytes=progress.update, infer=infer, threads=args.threads))
     try:
         for batch in batches:
             if writer is None:
                 writer = pq.ParquetWriter(tmp, batch.schema, compression=args.parquet_compression,
+                                          compression_level=args.parquet_compression_level,
                                           use_dictionary=_dictionary_columns(batch))
-            writer.write_batch(batch)
+            group.append(batch)
+            group_bytes += batch.nbytes
             rows += batch.num_rows
+            if group_bytes >= limit:
+                flush()
+        if group:
+            flush()
     finally:
         batches.close()
         if writer is not None:

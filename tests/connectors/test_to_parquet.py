@@ -114,7 +114,7 @@ def test_cli_to_parquet_sampled_equals_exact(tmp_path, capsys):
                      "--infer", infer]) == 0
     a, b = pq.read_table(tmp_path / "sample.parquet"), pq.read_table(tmp_path / "all.parquet")
     assert a.cast(b.schema).equals(b) and a.num_rows == 500
-    assert pq.ParquetFile(tmp_path / "sample.parquet").metadata.num_row_groups == 8
+    assert pq.ParquetFile(tmp_path / "sample.parquet").metadata.num_row_groups == 1  # 500 rows < --row-group-mb 16
     assert "starting over" not in capsys.readouterr().err
 
 
@@ -257,3 +257,66 @@ def test_records_schema_skip_corrupt_and_to_parquet_refuses_it(tmp_path, capsys)
     assert f"{path}: record at offset {offset}: record 42 is not a serialized Example" in capsys.readouterr().err
     assert main(["records", "to-parquet", "--skip-corrupt", str(tmp_path), "-o", str(tmp_path / "o.parquet")]) == 1
     assert "verify --skip-corrupt" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("infer", ["sample", "all", "given"])
+def test_files_decoded_in_threads_keep_order_rows_and_schema(tmp_path, infer):
+    d = _write(tmp_path, [_recs(70), _recs(5, 1), [], _recs(90, 2), _recs(33, 3)])
+    kw = {"batch_rows": 32, "infer": "all" if infer == "given" else infer}
+    if infer == "given":
+        kw["schema"] = _batches(d, None, batch_rows=32, infer="all")[0].schema
+    one = pa.Table.from_batches(_batches(d, None, threads=1, **kw))
+    for threads in (2, 3, 8):
+        many = _batches(d, None, threads=threads, **kw)
+        assert all(b.schema == one.schema for b in many) and max(b.num_rows for b in many) <= 32
+        assert pa.Table.from_batches(many).equals(one) and one.num_rows == 198
+    # an input within one batch keeps the exact inferred schema in threads too
+    exact = _batches(d, None, batch_rows=1000, infer="sample", threads=3)
+    assert len(exact) == 1 and not any(f.nullable for f in exact[0].schema) and exact[0].num_rows == 198
+
+
+def test_errors_from_decoder_threads_read_as_in_one_thread(tmp_path, capsys):
+    bad = encode_example({"id": [1, 2], "v": [1.0, 2.0], "tag": [b"x"], "ids": ("int64", [1])})
+    d = _write(tmp_path, [_recs(40), _recs(9, 1), _recs(20, 2) + [bad], _recs(50, 3)])
+    errors = []
+    for threads in (1, 3):
+        with pytest.raises(ar.SchemaDrift) as info:
+            _batches(d, None, batch_rows=16, infer="sample", threads=threads)
+        errors.append(str(info.value))
+    offset = sum(len(r) + 16 for r in _recs(20, 2))
+    assert errors[0] == errors[1] and errors[0].startswith(f"{d}/part-2.tfrecord: record at offset {offset}: "
+                                                           "feature 'id' has 2 values in record 69 ")
+    path, offset = _middle_damage(tmp_path / "x", "not an Example") if (tmp_path / "x").mkdir() is None else None
+    lines = []
+    for threads in ("1", "3"):
+        assert main(["records", "to-parquet", str(tmp_path / "x"), "-o", str(tmp_path / "o.parquet"), "--batch-rows",
+                     "8", "--threads", threads]) == 1
+        lines.append(capsys.readouterr().err.strip())
+    assert lines[0] == lines[1] and f"{path}: record at offset {offset}: record 42 is not a serialized Example" in lines[0]
+    assert not (tmp_path / "o.parquet").exists()
+
+
+def test_row_groups_gathered_by_size(tmp_path, capsys):
+    d = _write(tmp_path, [_recs(15000, k) for k in range(2)])
+    out = tmp_path / "o.parquet"
+    assert main(["records", "to-parquet", d, "-o", str(out), "--batch-rows", "1024", "--row-group-mb", "1"]) == 0
+    md = pq.ParquetFile(out).metadata
+    batch_mb = pa.Table.from_batches(_batches(d, None, batch_rows=1024, infer="sample")).nbytes / 2**20
+    assert 1.0 < batch_mb < 2.0 and md.num_row_groups == 2 and md.num_rows == 30000
+    assert 15000 < md.row_group(0).num_rows < 30000  # whole batches until >= 1 MiB of Arrow data
+    assert pq.read_table(out).equals(pa.Table.from_batches(_batches(d, None, batch_rows=1024, infer="sample")))
+
+
+def test_parquet_codec_and_level_options(tmp_path, capsys):
+    d = _write(tmp_path, [_recs(100)])
+    want = pa.Table.from_batches(_batches(d, None, infer="sample"))
+    for codec, extra, stored in (("snappy", [], "SNAPPY"), ("none", [], "UNCOMPRESSED"), ("zstd", ["--parquet-compression-level", "9"], "ZSTD"),
+                                 ("LZ4", [], "LZ4")):
+        out = tmp_path / f"{codec}.parquet"
+        assert main(["records", "to-parquet", d, "-o", str(out), "--parquet-compression", codec, *extra]) == 0
+        assert pq.ParquetFile(out).metadata.row_group(0).column(0).compression == stored
+        assert pq.read_table(out).equals(want)
+    for bad in (["--parquet-compression", "zip"], ["--threads", "0"], ["--row-group-mb", "x"]):
+        with pytest.raises(SystemExit) as info:
+            main(["records", "to-parquet", d, "-o", str(tmp_path / "bad.parquet"), *bad])
+        assert info.value.code == 2 and bad[0] in capsys.readouterr().err
