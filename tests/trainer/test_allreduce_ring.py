@@ -244,15 +244,18 @@ def _child(tmp_path, beat: bool):
 
 
 @pytest.mark.parametrize("stop", [False, True])
-def test_supervisor_kills_a_training_process_that_makes_no_progress(tmp_path, stop):
+def test_supervisor_kills_a_training_process_that_makes_no_progress(tmp_path, monkeypatch, stop):
     """The supervisor's side: a child that touches its beat file lives on; one that does not (a
     silent one, or a SIGSTOPped one that did) is killed after ``round_timeout`` and its exit
-    reported as ``TrainingHang`` with its process state."""
+    reported as ``TrainingHang`` with its process state; a sleeping one (waiting on a peer) only
+    after ``WAITING_GRACE_S`` more, so the stuck peer's supervisor reports first."""
     import signal
     import time
 
+    from tfhadoop.trainer import allreduce
     from tfhadoop.trainer.allreduce import HANG_ERROR, Supervisor
 
+    monkeypatch.setattr(allreduce, "WAITING_GRACE_S", 1.0)
     sup = Supervisor(_App(), 3, "h:1", round_timeout=1.0, work=str(tmp_path))
     sup.gen, sup.child, sup.child_started = 1, _child(tmp_path, beat=True), time.time()
     try:
@@ -276,7 +279,7 @@ def test_supervisor_kills_a_training_process_that_makes_no_progress(tmp_path, st
         exit_ = json.loads(sup.app.kv["ring_exit/3"].decode())
         assert exit_["gen"] == 1 and exit_["rc"] == -signal.SIGKILL and exit_["error"]["type"] == HANG_ERROR
         assert exit_["error"]["process_state"] == ("T" if stop else "S"), exit_
-        assert 1.0 <= exit_["error"]["silent_s"] < 3 and f"training process {pid} on worker:3" in exit_["error"]["message"]
+        assert (1.0 if stop else 2.0) <= exit_["error"]["silent_s"] < (2.0 if stop else 3.0) and f"training process {pid} on worker:3" in exit_["error"]["message"]
     finally:
         if sup.child is not None:
             sup.child.kill()

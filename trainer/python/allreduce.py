@@ -37,6 +37,8 @@ STOP_EXIT = 75  # a training process that stopped at a round boundary for a new 
 POLL_S = 0.3  # the supervisor looks at the ring and its child this often
 STOP_CHECK_S = 1.0  # the chief reads ``ring_stop`` at most this often (once per round otherwise)
 HANG_ERROR = "TrainingHang"  # the error type of a training process killed for making no progress
+WAITING_GRACE_S = 10.0  # a silent child that sleeps (waits on a peer) gets this much longer: the stuck peer's
+# supervisor (its child stopped or spinning) reports first, so the event names the culprit
 
 
 def beat_path(work: str, gen: int) -> str:
@@ -320,15 +322,17 @@ class Supervisor:
         return time.time() - last
 
     def check_hang(self) -> None:
-        """Kill a child silent for ``round_timeout`` s and report it as ``TrainingHang`` (its
-        process state says which member stopped: ``T`` for a SIGSTOPped one, ``S`` for one
-        waiting in a collective)."""
+        """Kill a child silent for ``round_timeout`` s (``WAITING_GRACE_S`` more if it sleeps, as
+        a member waiting on a stuck peer does) and report it as ``TrainingHang`` with its process
+        state (``T``: SIGSTOPped; ``S``: waiting in a collective that never completes)."""
         if not self.round_timeout or self.child is None or self.child.poll() is not None:
             return
         silent = self.silent_for()
         if silent <= self.round_timeout:
             return
         pid, state = self.child.pid, process_state(self.child.pid)
+        if state == "S" and silent <= self.round_timeout + WAITING_GRACE_S:
+            return
         print(f"worker:{self.slot} gen {self.gen}: no progress for {silent:.0f} s (state {state}): killed", flush=True)
         self.kill_child()
         self.exited(-signal.SIGKILL, {"type": HANG_ERROR, "process_state": state, "silent_s": round(silent, 1),
