@@ -127,6 +127,8 @@ def test_gang_timeout_then_min_workers_scale_up_and_a_hung_training_process(hado
             stopped = _training_process(client, b, newcomer)
             os.kill(stopped, signal.SIGSTOP)
             stopped_at = time.time()
+            with open(f"/proc/{stopped}/stat") as f:
+                assert f.read().rsplit(")", 1)[1].split()[0] == "T", "the training process did not stop"
             hang = wait_for(lambda: _event(run_b, "training_hang"), round_timeout + 120, "the stopped process detected",
                             interval=1, diagnose=lambda: _diagnosis(hadoop_cluster, run_b))
             reformed = _wait(lambda: _event_after(run_b, "ring_reformed", hang["time"]), 60, "the ring re-formed")
@@ -208,10 +210,13 @@ def _training_process(client, proc, slot) -> int:
             if entry.isdigit():
                 try:
                     with open(f"/proc/{entry}/stat") as f:
-                        if int(f.read().rsplit(")", 1)[1].split()[1]) == supervisor:
-                            return int(entry)
+                        parent = int(f.read().rsplit(")", 1)[1].split()[1])
+                    with open(f"/proc/{entry}/cmdline", "rb") as f:
+                        cmdline = f.read()
                 except (OSError, IndexError, ValueError):
                     continue
+                if parent == supervisor and b"tfhadoop.trainer.allreduce\x00train\x00" in cmdline:
+                    return int(entry)
         return None
     return _wait(child, 60, f"worker:{slot}'s training process")
 
