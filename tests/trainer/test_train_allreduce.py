@@ -127,8 +127,7 @@ def test_gang_timeout_then_min_workers_scale_up_and_a_hung_training_process(hado
             stopped = _training_process(client, b, newcomer)
             os.kill(stopped, signal.SIGSTOP)
             stopped_at = time.time()
-            with open(f"/proc/{stopped}/stat") as f:
-                assert f.read().rsplit(")", 1)[1].split()[0] == "T", "the training process did not stop"
+            _wait(lambda: _state(stopped) == "T", 10, "the training process stopped (SIGSTOP is asynchronous)")
             hang = wait_for(lambda: _event(run_b, "training_hang"), round_timeout + 120, "the stopped process detected",
                             interval=1, diagnose=lambda: _diagnosis(hadoop_cluster, run_b))
             reformed = _wait(lambda: _event_after(run_b, "ring_reformed", hang["time"]), 60, "the ring re-formed")
@@ -219,6 +218,11 @@ def _training_process(client, proc, slot) -> int:
                     return int(entry)
         return None
     return _wait(child, 60, f"worker:{slot}'s training process")
+
+
+def _state(pid: int) -> str:
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
 
 
 def _kill_quietly(pid: int) -> None:
