@@ -95,7 +95,8 @@ def test_gang_timeout_then_min_workers_scale_up_and_a_hung_training_process(hado
     waits for the GPU A holds. A gives up after --gang-timeout, says why and releases its
     container; B then starts with 1 worker (the other cannot be placed), grows to 2 when the GPUs
     are freed, redoing nothing; then one of its training processes is SIGSTOPped (its container
-    and supervisor live on): after --round-timeout its supervisor kills it and the ring re-forms.
+    and supervisor live on): MWMS's heartbeats or our --round-timeout find it, whichever is first,
+    and the ring re-forms with both containers.
     One job serves the three cases (CI time); B is given more epochs than it can train in the
     test's time (so the stop always lands mid-training however fast the host is) and is killed
     once the re-formed ring has trained two more epochs, checked exactly once each."""
