@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sys
 import time
@@ -148,7 +149,10 @@ def test_gang_timeout_then_min_workers_scale_up_and_a_hung_training_process(hado
                 if p is not None and p.poll() is None:
                     p.kill()
     assert a.returncode == 1, (out_a + err_a)[-3000:]
-    assert "gang timeout: 1 of 2 workers started within 40 s, fewer than --min-workers 2" in err_a, err_a[-3000:]
+    # 1 of 2 normally; 0 when the held container's supervisor had not published its address in
+    # time on a loaded host (seen once at load ~10)
+    assert re.search(r"gang timeout: [01] of 2 workers started within 40 s, fewer than --min-workers 2",
+                     err_a), err_a[-3000:]
     events_b = _events(run_b)
     timeout_at = [e for e in _events(run_a) if e["event"] == "gang_timeout"][0]["time"]
     up_b = [e for e in events_b if e["event"] == "cluster_up"][0]
