@@ -5,7 +5,12 @@
   (examples trained / seconds of its training loop), and submit -> end wall time;
 - an allreduce job whose worker is preempted by YARN (an application in the `urgent` queue):
   seconds from the loss to the re-formed ring's first round (``first_round`` event), and from
-  the stop request to the grown ring's first round once resources return.
+  the stop request to the grown ring's first round once resources return;
+- goodput (``--parts goodput``): 3 workers, one preempted by YARN every ``--preempt-every`` s
+  (an `urgent` application, shut down as soon as the loss is seen so the replacement can come)
+  vs the same job undisturbed: examples trained (each once) per second of the training loop, the
+  ratio, and per preemption the seconds from the loss to training again (ring of 2) and to full
+  speed (the ring of 3 grown back: its first round), with the steps redone.
 
 Reproduce (≈ 6 min; starts and stops its own embedded cluster unless HADOOP_CONF_DIR is set):
 
@@ -136,11 +141,78 @@ def preemption(conf, dataset: str, epochs: int) -> dict:
     return out
 
 
+def goodput(conf, dataset: str, epochs: int, every: float) -> dict:
+    """The same 3-worker job undisturbed, then with a worker preempted every ``every`` s."""
+    import skein
+
+    extra = ["--workers", "3", "--min-workers", "1", "--queue", "train", "--worker-memory", "3g"]
+    out = {}
+    run, wall = train(conf, dataset, "allreduce", "trainer_test_models:linear", epochs, extra=extra)
+    m = metrics(run)
+    out["undisturbed"] = {"train_s": round(m["train_seconds"], 1), "wall_s": round(wall, 1),
+                          "examples_per_s": round(sum(e["examples"] for e in m["epochs"]) / m["train_seconds"], 1)}
+    log("undisturbed", out["undisturbed"])
+    run, proc = train(conf, dataset, "allreduce", "trainer_test_models:linear", epochs, extra=extra, background=True)
+    t0 = time.monotonic()
+    preemptions = 0
+    with skein.Client() as client:
+        while not any(e["event"] == "first_round" for e in events(run)):
+            if proc.poll() is not None:
+                raise SystemExit(proc.stderr.read()[-3000:])
+            time.sleep(1)
+        next_at = time.monotonic() + every
+        while proc.poll() is None:
+            if time.monotonic() < next_at:
+                time.sleep(1)
+                continue
+            lost_before = sum(e["event"] == "container_lost" for e in events(run))
+            urgent = client.submit_and_connect(skein.ApplicationSpec(
+                name="urgent", queue="urgent", max_attempts=1,
+                master=skein.Master(resources=skein.Resources(memory=256, vcores=1)),
+                services={"task": skein.Service(instances=3, resources=skein.Resources(memory=2048, vcores=1),
+                                                script="sleep 600")}))
+            try:
+                deadline = time.monotonic() + 120
+                while sum(e["event"] == "container_lost" for e in events(run)) == lost_before and \
+                        proc.poll() is None and time.monotonic() < deadline:
+                    time.sleep(0.5)
+            finally:
+                urgent.shutdown()
+            preemptions += 1
+            log("preemption", preemptions, "at", round(time.monotonic() - t0), "s")
+            next_at = time.monotonic() + every
+        proc.communicate()
+    if proc.returncode:
+        raise SystemExit("preempted job failed")
+    m, ev = metrics(run), events(run)
+    examples = [e["examples"] for e in m["epochs"]]
+    first = {e["gen"]: e for e in ev if e["event"] == "first_round"}
+    rings = [e for e in ev if e["event"] in ("ring_formed", "ring_reformed", "ring_grown")]
+    recoveries = []
+    for lost in (e for e in ev if e["event"] == "container_lost"):
+        later = [r for r in rings if r["time"] >= lost["time"]]
+        again = next((first[r["gen"]] for r in later if r["gen"] in first), None)
+        full = next((first[r["gen"]] for r in later if r["workers"] == 3 and r["gen"] in first), None)
+        recoveries.append({"preempted": lost["preempted"],
+                           "to_training_again_s": round(again["time"] - lost["time"], 1) if again else None,
+                           "redone_steps": again["redone_steps"] if again else None,
+                           "to_full_speed_s": round(full["time"] - lost["time"], 1) if full else None})
+    out["preempted"] = {"train_s": round(m["train_seconds"], 1), "examples_per_s": round(sum(examples) / m["train_seconds"], 1),
+                        "preemptions": preemptions, "every_s": every, "recoveries": recoveries,
+                        "epoch_examples": sorted(set(examples))}
+    out["goodput_ratio"] = round(out["preempted"]["examples_per_s"] / out["undisturbed"]["examples_per_s"], 2)
+    log("goodput", out)
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--json")
-    parser.add_argument("--parts", default="throughput,preemption", help="comma-separated: throughput, preemption")
+    parser.add_argument("--parts", default="throughput,preemption",
+                        help="comma-separated: throughput, preemption, goodput")
+    parser.add_argument("--goodput-epochs", type=int, default=40)
+    parser.add_argument("--preempt-every", type=float, default=120)
     args = parser.parse_args()
     for k, v in {"TF_USE_LEGACY_KERAS": "1", "TF_CPP_MIN_LOG_LEVEL": "2"}.items():
         os.environ.setdefault(k, v)
@@ -156,6 +228,8 @@ def main() -> int:
             out["mlp"] = throughput(conf, dataset, "bench_allreduce:mlp", args.epochs)
         if "preemption" in args.parts:
             out["preemption"] = preemption(conf, dataset, 12)
+        if "goodput" in args.parts:
+            out["goodput"] = goodput(conf, dataset, args.goodput_epochs, args.preempt_every)
         out["load_after"] = os.getloadavg()[0]
     print(json.dumps(out, indent=1))
     if args.json:

@@ -168,3 +168,118 @@ def test_a_silent_member_is_killed_as_hung_and_the_ring_reforms(ring):
     assert hang["slot"] == 0 and hang["silent_s"] == 61.5
     ring.step()
     assert "container_lost" in _kinds(ring)
+
+
+def _progress(ring, gen, steps, restored):
+    ring.app.kv["progress"] = json.dumps({"gen": gen, "steps": steps, "restored_steps": restored}).encode()
+
+
+def test_a_hung_training_process_restarts_its_generation_at_once(ring):
+    """A supervisor killed its training process for making no progress (``TrainingHang``): no
+    grace for a container loss (none will come), the same members form the next generation, and
+    the first round of that one says how many steps were redone since the checkpoint."""
+    from tfhadoop.trainer.allreduce import HANG_ERROR
+
+    ring.job["round_timeout"] = 30
+    _formed(ring)
+    _progress(ring, 1, 10, 0)
+    ring.step()
+    assert _kinds(ring)[-1] == "first_round"
+    _progress(ring, 1, 60, 0)
+    ring.step()
+    ring.app.kv["ring_exit/1"] = json.dumps({"gen": 1, "rc": -9, "error": {
+        "type": HANG_ERROR, "process_state": "T", "silent_s": 31.0, "message": "generation 1: ... killed"}}).encode()
+    ring.step()  # -> REFORMING at once (no EXIT_GRACE_S)
+    ring.step()
+    assert _ring(ring) == {"gen": 2, "slots": [0, 1], "worker": ["h:1", "h:2"]}
+    hang = next(e for e in ring.events.events if e["event"] == "training_hang")
+    assert hang["slot"] == 1 and hang["process_state"] == "T" and hang["round_timeout"] == 30
+    assert ring.failures == 1 and "training_process_failed" not in _kinds(ring)
+    _progress(ring, 2, 40, 40)  # restored the checkpoint of step 40: 20 steps redone
+    ring.step()
+    first = [e for e in ring.events.events if e["event"] == "first_round"]
+    assert [(e["gen"], e["restored_step"], e["redone_steps"]) for e in first] == [(1, 0, 0), (2, 40, 20)]
+
+
+def test_growth_redoes_nothing(ring):
+    """The ring stopped for a newcomer reports the step it checkpointed at; the grown ring restores it."""
+    _formed(ring)
+    c = ring.app.containers[1]
+    c.exit_message = "Container preempted by scheduler"
+    ring.app.lose(c.id)
+    ring.step()
+    ring.app.serve("worker", 1, "h:3")
+    ring.step()
+    assert ring.state.value == "stopping"
+    _progress(ring, 2, 37, 0)  # the chief's report at its stop checkpoint
+    ring.app.kv["ring_exit/0"] = json.dumps({"gen": 2, "rc": STOP_EXIT, "error": None}).encode()
+    ring.step()
+    assert _ring(ring)["gen"] == 3
+    _progress(ring, 3, 37, 37)
+    ring.step()
+    grown = [e for e in ring.events.events if e["event"] == "first_round"][-1]
+    assert (grown["gen"], grown["restored_step"], grown["redone_steps"]) == (3, 37, 0)
+
+
+class _KV(dict):
+    def get(self, key, default=None):
+        return super().get(key, default)
+
+
+class _App:
+    def __init__(self):
+        self.kv = _KV()
+
+
+def _child(tmp_path, beat: bool):
+    """A stand-in training process: touches its beat file every 0.2 s, or never."""
+    import subprocess
+
+    from tfhadoop.trainer.allreduce import beat_path
+
+    path = beat_path(str(tmp_path), 1)
+    code = f"import os, time\nwhile True:\n    open({path!r}, 'a').close(); os.utime({path!r}); time.sleep(0.2)" \
+        if beat else "import time; time.sleep(60)"
+    return subprocess.Popen([sys.executable, "-c", code])
+
+
+@pytest.mark.parametrize("stop", [False, True])
+def test_supervisor_kills_a_training_process_that_makes_no_progress(tmp_path, monkeypatch, stop):
+    """The supervisor's side: a child that touches its beat file lives on; one that does not (a
+    silent one, or a SIGSTOPped one that did) is killed after ``round_timeout`` and its exit
+    reported as ``TrainingHang`` with its process state; a sleeping one (waiting on a peer) only
+    after ``WAITING_GRACE_S`` more, so the stuck peer's supervisor reports first."""
+    import signal
+    import time
+
+    from tfhadoop.trainer import allreduce
+    from tfhadoop.trainer.allreduce import HANG_ERROR, Supervisor
+
+    monkeypatch.setattr(allreduce, "WAITING_GRACE_S", 1.0)
+    sup = Supervisor(_App(), 3, "h:1", round_timeout=1.0, work=str(tmp_path))
+    sup.gen, sup.child, sup.child_started = 1, _child(tmp_path, beat=True), time.time()
+    try:
+        end = time.time() + 2.5
+        while time.time() < end:  # beating: never silent for a second
+            sup.check_hang()
+            time.sleep(0.1)
+        assert sup.child is not None and sup.child.poll() is None and "ring_exit/3" not in sup.app.kv
+        if stop:
+            sup.child.send_signal(signal.SIGSTOP)
+        else:
+            sup.kill_child()
+            sup.child, sup.child_started = _child(tmp_path, beat=False), time.time()
+            (tmp_path / "beat-1").unlink()
+        pid = sup.child.pid
+        end = time.time() + 5
+        while sup.child is not None and time.time() < end:
+            sup.check_hang()
+            time.sleep(0.1)
+        assert sup.child is None, "the silent child was not killed"
+        exit_ = json.loads(sup.app.kv["ring_exit/3"].decode())
+        assert exit_["gen"] == 1 and exit_["rc"] == -signal.SIGKILL and exit_["error"]["type"] == HANG_ERROR
+        assert exit_["error"]["process_state"] == ("T" if stop else "S"), exit_
+        assert (1.0 if stop else 2.0) <= exit_["error"]["silent_s"] < (2.0 if stop else 3.0) and f"training process {pid} on worker:3" in exit_["error"]["message"]
+    finally:
+        if sup.child is not None:
+            sup.child.kill()

@@ -9,6 +9,11 @@ cannot change membership in-process, so a new ring means new training processes)
 generation kills the running one first. The training process restores the latest checkpoint,
 trains the epoch's remaining tasks in rounds (one task per worker per round, the same plan on
 every worker) and reports each exit under ``ring_exit/<slot>``.
+
+A training process touches ``beat-<gen>`` in the container's directory at each start-up stage and
+after each round; the supervisor kills one that has not touched it for ``round_timeout`` s (a
+stopped process, or one stuck in a collective that never completes: its peers then stall too)
+and reports the exit as ``TrainingHang``, which the master answers with a new generation.
 """
 from __future__ import annotations
 
@@ -31,6 +36,20 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 STOP_EXIT = 75  # a training process that stopped at a round boundary for a new ring (checkpointed)
 POLL_S = 0.3  # the supervisor looks at the ring and its child this often
 STOP_CHECK_S = 1.0  # the chief reads ``ring_stop`` at most this often (once per round otherwise)
+HANG_ERROR = "TrainingHang"  # the error type of a training process killed for making no progress
+WAITING_GRACE_S = 10.0  # a silent child that sleeps (waits on a peer) gets this much longer: the stuck peer's
+# supervisor (its child stopped or spinning) reports first, so the event names the culprit
+
+
+def beat_path(work: str, gen: int) -> str:
+    """The file a generation's training process touches whenever it makes progress."""
+    return os.path.join(work, f"beat-{gen}")
+
+
+def touch(path: str) -> None:
+    with open(path, "a"):
+        pass
+    os.utime(path, None)
 
 
 def plan_rounds(queue: list, workers: int) -> list[list]:
@@ -76,6 +95,8 @@ def train(job: dict, gen: int, rank: int, workers: int, work: str, app=None) -> 
 
     tfhadoop.tfhdfs.ride_out_outages()  # a NameNode restart stalls this ring's reads, not fails them
     chief = rank == 0
+    beat = beat_path(work, gen)
+    touch(beat)
     strategy = tf.distribute.MultiWorkerMirroredStrategy()
     replicas = strategy.num_replicas_in_sync
     per_worker = max(replicas // workers, 1)
@@ -88,7 +109,10 @@ def train(job: dict, gen: int, rank: int, workers: int, work: str, app=None) -> 
 
     ckpt = tf.train.Checkpoint(model=model, optimizer=model.optimizer)
     checkpoints = HdfsCheckpoints(ckpt, job["checkpoint_dir"], keep=job["keep_checkpoints"])
+    touch(beat)
     state = checkpoints.restore() or {"epoch": 0, "ledger": None, "steps": 0, "history": []}
+    restored_steps = state["steps"]
+    touch(beat)
     print(f"gen {gen} rank {rank}/{workers}: restored epoch {state['epoch']}, step {state['steps']}", flush=True)
     progress = Progress(app if chief else None)
     summaries = Summaries(f"{checkpoints.url}/{protocol.TENSORBOARD_DIR}") if chief else None
@@ -104,6 +128,7 @@ def train(job: dict, gen: int, rank: int, workers: int, work: str, app=None) -> 
         else:
             ckpt.write(os.path.join(scratch, "ckpt"))
         policy.saved(state["steps"])
+        touch(beat)
 
     def dataset(task):
         if task is None:  # no task this round: an empty dataset, MWMS feeds empty batches
@@ -143,7 +168,8 @@ def train(job: dict, gen: int, rank: int, workers: int, work: str, app=None) -> 
         rate, loss = window["n"] / max(now - window["t"], 1e-9), window["loss"] / max(window["n"], 1)
         progress.put(protocol.KV_PROGRESS, {"epoch": epoch, "examples": ledger.examples, "expected": expected,
                                             "steps": state["steps"], "examples_per_s": round(rate, 1),
-                                            "loss": round(loss, 6), "time": time.time(), "gen": gen})
+                                            "loss": round(loss, 6), "time": time.time(), "gen": gen,
+                                            "restored_steps": restored_steps})
         if summaries:
             summaries.scalars("train", state["steps"], {"loss": loss, "examples_per_second": rate, "workers": workers})
         window.update(n=0, loss=0.0, t=now)
@@ -162,6 +188,7 @@ def train(job: dict, gen: int, rank: int, workers: int, work: str, app=None) -> 
             dist = strategy.distribute_datasets_from_function(lambda ctx, t=mine[rank]: dataset(t))
             flags = tf.constant([float(chief and policy.due(state["steps"])), float(stop_requested())], tf.float64)
             rows = run_round(dist, flags).numpy()[::per_worker]
+            touch(beat)
             if first_step_at is None:
                 first_step_at = time.monotonic()
             for task, row in zip(mine, rows):
@@ -177,6 +204,8 @@ def train(job: dict, gen: int, rank: int, workers: int, work: str, app=None) -> 
             if rows[0][3] or rows[0][2]:  # the chief's flags, as every worker received them
                 save()
             if rows[0][3]:
+                if chief:
+                    report(epoch, ledger)  # the steps reached, exact: the master sees nothing is redone
                 print(f"gen {gen}: stopped at step {state['steps']} for a new ring (checkpoint saved)", flush=True)
                 os._exit(STOP_EXIT)
         if window["n"] and chief:
@@ -191,11 +220,13 @@ def train(job: dict, gen: int, rank: int, workers: int, work: str, app=None) -> 
         save()
     if not chief:
         return None
+    touch(beat)
     return finish(job, build, model, manifest, state, summaries, checkpoints.url, progress, app, workers,
-                  t_start, first_step_at)
+                  t_start, first_step_at, lambda: touch(beat))
 
 
-def finish(job, build, model, manifest, state, summaries, ckpt_url, progress, app, workers, t_start, first_step_at):
+def finish(job, build, model, manifest, state, summaries, ckpt_url, progress, app, workers, t_start, first_step_at,
+           alive=lambda: None):
     """The chief's end: evaluate a plain copy of the model on the eval split, publish the
     SavedModel and ``metrics.json`` (the same outputs as the PS mode's coordinator)."""
     import tensorflow as tf
@@ -218,6 +249,7 @@ def finish(job, build, model, manifest, state, summaries, ckpt_url, progress, ap
         ds = ds.map(lambda f, *y_and_weight: (model_inputs(plain, f), *y_and_weight))
         metrics["eval"] = {k: float(v) for k, v in plain.evaluate(ds, verbose=0, return_dict=True).items()}
         summaries.scalars("eval", state["steps"], metrics["eval"])
+        alive()  # progress: the supervisor's round timeout covers evaluation and export separately
     hdfs.publish(lambda staged: plain.save(staged, save_format="tf"), job["export_dir"])
     summaries.close()
     hdfs.write_bytes(protocol.job_file(ckpt_url, protocol.METRICS_FILE), json.dumps(metrics, indent=1).encode())
@@ -254,9 +286,11 @@ def train_main(gen: int) -> int:
 class Supervisor:
     """Runs one training process per ring generation that lists this container's address."""
 
-    def __init__(self, app, slot: int, address: str):
+    def __init__(self, app, slot: int, address: str, round_timeout: float = 0, work: str = "."):
         self.app, self.slot, self.address = app, slot, address
+        self.round_timeout, self.work = round_timeout, work
         self.child: subprocess.Popen | None = None
+        self.child_started = 0.0
         self.gen = 0  # the newest generation seen
 
     def ring(self) -> dict | None:
@@ -276,14 +310,41 @@ class Supervisor:
         env = {**os.environ, "TF_CONFIG": json.dumps({"cluster": {"worker": ring["worker"]},
                                                        "task": {"type": "worker", "index": rank}})}
         print(f"worker:{self.slot} gen {ring['gen']}: rank {rank} of {len(ring['worker'])}", flush=True)
+        self.child_started = time.time()
         self.child = subprocess.Popen([sys.executable, "-m", "tfhadoop.trainer.allreduce", "train", str(ring["gen"])],
                                       env=env, preexec_fn=die_with_parent)
 
-    def exited(self, rc: int) -> None:
+    def silent_for(self) -> float:
+        """Seconds since the running child last made progress (touched its beat file), or since it started."""
+        try:
+            last = max(self.child_started, os.stat(beat_path(self.work, self.gen)).st_mtime)
+        except FileNotFoundError:
+            last = self.child_started
+        return time.time() - last
+
+    def check_hang(self) -> None:
+        """Kill a child silent for ``round_timeout`` s (``WAITING_GRACE_S`` more if it sleeps, as
+        a member waiting on a stuck peer does) and report it as ``TrainingHang`` with its process
+        state (``T``: SIGSTOPped; ``S``: waiting in a collective that never completes)."""
+        if not self.round_timeout or self.child is None or self.child.poll() is not None:
+            return
+        silent = self.silent_for()
+        if silent <= self.round_timeout:
+            return
+        pid, state = self.child.pid, process_state(self.child.pid)
+        if state == "S" and silent <= self.round_timeout + WAITING_GRACE_S:
+            return
+        print(f"worker:{self.slot} gen {self.gen}: no progress for {silent:.0f} s (state {state}): killed", flush=True)
+        self.kill_child()
+        self.exited(-signal.SIGKILL, {"type": HANG_ERROR, "process_state": state, "silent_s": round(silent, 1),
+                                      "message": f"generation {self.gen}: training process {pid} on worker:"
+                                                 f"{self.slot} completed no round in {silent:.0f} s (--round-timeout "
+                                                 f"{self.round_timeout:g}; process state {state}): killed"})
+
+    def exited(self, rc: int, error: dict | None = None) -> None:
         """Tell the master how this generation's process ended (error type for a failure)."""
-        error = None
-        path = f"error-{self.gen}.json"
-        if rc not in (0, STOP_EXIT) and os.path.exists(path):
+        path = os.path.join(self.work, f"error-{self.gen}.json")
+        if error is None and rc not in (0, STOP_EXIT) and os.path.exists(path):
             with open(path) as f:
                 error = {k: v for k, v in json.load(f).items() if k != "traceback"}
         self.app.kv[f"{protocol.KV_RING_EXIT}{self.slot}"] = json.dumps(
@@ -297,6 +358,7 @@ class Supervisor:
                 self.gen = ring["gen"]
                 if self.address in ring["worker"]:
                     self.start_child(ring)
+            self.check_hang()
             if self.child is not None and self.child.poll() is not None:
                 rc = self.child.returncode
                 self.child = None
@@ -304,6 +366,15 @@ class Supervisor:
                 if rc == 0:
                     return 0
             time.sleep(POLL_S)
+
+
+def process_state(pid: int) -> str:
+    """The kernel's one-letter state of a process (``T``: stopped), ``?`` where /proc has none."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return "?"
 
 
 def main() -> int:
@@ -325,7 +396,11 @@ def main() -> int:
          "cuda_visible_devices": os.environ["CUDA_VISIBLE_DEVICES"], "started": time.time()}).encode()
     app.kv[f"{protocol.KV_ADDR}worker/{slot}"] = address.encode()  # last: the master counts these
     print(f"worker:{slot} at {address} (CUDA_VISIBLE_DEVICES={os.environ['CUDA_VISIBLE_DEVICES']!r})", flush=True)
-    return Supervisor(app, slot, address).run()
+    from tfhadoop.trainer.job import job_settings
+
+    with open("job.json") as f:
+        round_timeout = float(job_settings(json.load(f))["round_timeout"] or 0)
+    return Supervisor(app, slot, address, round_timeout, os.getcwd()).run()
 
 
 if __name__ == "__main__":

@@ -13,7 +13,9 @@ workers' supervisors restart their training processes for every new one.
 - a worker arrives while the ring is short: the ring is asked to stop after its current round
   (``ring_stop``; the chief checkpoints, all exit 75) and the next generation takes it in;
 - a training process fails of itself: a cluster error restarts the generation (counted against
-  ``max_coordinator_restarts``), anything else (a model bug) fails the job at once.
+  ``max_coordinator_restarts``), anything else (a model bug) fails the job at once;
+- a training process hangs (its supervisor killed it after ``round_timeout`` s without a round,
+  ``TrainingHang``): the generation restarts at once (counted as a cluster error).
 
 One state machine, like the PS master's: ``State``, ``Event``, ``TRANSITIONS`` (using its ``Rule``).
 """
@@ -25,7 +27,7 @@ import time
 
 from tfhadoop.ports import free_port
 from tfhadoop.trainer import protocol
-from tfhadoop.trainer.allreduce import STOP_EXIT
+from tfhadoop.trainer.allreduce import HANG_ERROR, STOP_EXIT
 from tfhadoop.trainer.job import job_settings
 from tfhadoop.trainer.jobpage import Sampler
 from tfhadoop.trainer.master import (
@@ -38,6 +40,7 @@ from tfhadoop.trainer.master import (
 )
 
 EXIT_GRACE_S = 15  # a training process's cluster error waits this long for the container loss behind it
+RESTARTABLE = (*CLUSTER_ERRORS, HANG_ERROR)  # errors of a training process that restart its generation
 
 
 class State(str, enum.Enum):
@@ -79,7 +82,8 @@ TRANSITIONS: dict[Event, Rule] = {
                                "ask the ring to checkpoint after its round and exit 75 (ring_stop)"),
     Event.RING_STOPPED: Rule(frozenset({S.STOPPING}), frozenset({S.TRAINING}), "publish the next ring"),
     Event.PROCESS_FAILED: Rule(frozenset({S.TRAINING, S.STOPPING}), frozenset({S.REFORMING, S.FAILED}),
-                               "a cluster error: restart the generation (REFORMING, counted); else FAILED"),
+                               "a cluster error or a hang (TrainingHang): restart the generation (REFORMING, "
+                               "counted); else FAILED"),
     Event.PROGRESS: Rule(frozenset({S.TRAINING, S.STOPPING}), frozenset(), "event first_round", stay=True),
     Event.FINISHED: Rule(frozenset({S.TRAINING, S.STOPPING}), frozenset({S.SUCCEEDED}), "SUCCEEDED"),
 }
@@ -115,6 +119,8 @@ class RingMaster(TableMachine, HeartbeatWatch):
         self.last_error: tuple | None = None
         self.progress_at_ring: bytes | None = None
         self.first_round_seen = True
+        self.reached = 0  # the most steps any generation's chief reported (its progress, within ~1 s)
+        self.reached_at_ring = 0  # ... when the current generation was published
 
     # -- the state machine's handlers (dispatch: master.TableMachine) -------------------------
     def stop_coordinator(self) -> None:
@@ -193,11 +199,16 @@ class RingMaster(TableMachine, HeartbeatWatch):
 
     def on_process_failed(self, slot: int, error: dict | None, rc: int) -> State:
         error = error or {"type": "unknown", "message": f"training process exited with {rc}"}
-        self.events.add("training_process_failed", slot=slot, gen=self.gen, exit_code=rc, error_type=error["type"],
-                        diagnostics=error["message"][:2000])
+        if error["type"] == HANG_ERROR:
+            self.events.add("training_hang", slot=slot, gen=self.gen, process_state=error.get("process_state"),
+                            silent_s=error.get("silent_s"), round_timeout=self.job["round_timeout"],
+                            diagnostics=error["message"][:2000])
+        else:
+            self.events.add("training_process_failed", slot=slot, gen=self.gen, exit_code=rc,
+                            error_type=error["type"], diagnostics=error["message"][:2000])
         key = (error["type"], error["message"])
         self.failures += 1
-        if error["type"] not in CLUSTER_ERRORS or key == self.last_error:
+        if error["type"] not in RESTARTABLE or key == self.last_error:
             return self.fail(f"{error['type']}: {error['message']}")
         if self.failures > self.job["max_coordinator_restarts"]:
             return self.fail(f"training failed {self.failures} times, last: {error['message']}")
@@ -205,9 +216,14 @@ class RingMaster(TableMachine, HeartbeatWatch):
         self.since = self.clock()
         return State.REFORMING
 
-    def on_progress(self) -> None:
+    def on_progress(self, restored: int | None) -> None:
+        """The generation's first round: ``redone_steps`` is how far the steps reached before it
+        (a lower bound after a loss: progress is reported about once a second; exact after a
+        stop for growth) exceed the checkpoint it restored."""
         self.first_round_seen = True
-        self.events.add("first_round", gen=self.gen, workers=len(self.ring["slots"]))
+        redone = None if restored is None else max(self.reached_at_ring - restored, 0)
+        self.events.add("first_round", gen=self.gen, workers=len(self.ring["slots"]), restored_step=restored,
+                        redone_steps=redone)
 
     def on_finished(self) -> State:
         self.events.add("succeeded", role="chief", gen=self.gen)
@@ -250,6 +266,8 @@ class RingMaster(TableMachine, HeartbeatWatch):
         self.app.kv[protocol.KV_RING] = json.dumps(self.ring).encode()
         self.app.kv[protocol.KV_CLUSTER] = json.dumps({"worker": self.ring["worker"]}).encode()
         self.progress_at_ring, self.first_round_seen = self.app.kv.get(protocol.KV_PROGRESS), False
+        self.note_progress(self.progress_at_ring)
+        self.reached_at_ring = self.reached
         self.events.add(event, gen=self.gen, slots=slots, workers=len(slots), cluster=self.ring["worker"])
 
     # -- observations -> events ------------------------------------------------------------------
@@ -289,11 +307,18 @@ class RingMaster(TableMachine, HeartbeatWatch):
                 outside = [s for s in present if s not in self.ring["slots"]]
                 if outside and len(self.ring["slots"]) < self.job["workers"]:
                     self.dispatch(Event.WORKER_ARRIVED, slots=outside)
-            if not self.first_round_seen and not self.done:
-                progress = self.app.kv.get(protocol.KV_PROGRESS)
-                if progress is not None and progress != self.progress_at_ring:
-                    self.dispatch(Event.PROGRESS)
+            progress = self.app.kv.get(protocol.KV_PROGRESS)
+            value = self.note_progress(progress)
+            if not self.first_round_seen and not self.done and progress != self.progress_at_ring \
+                    and value is not None and value.get("gen", self.gen) == self.gen:
+                self.dispatch(Event.PROGRESS, restored=value.get("restored_steps"))
         return self.outcome
+
+    def note_progress(self, raw: bytes | None) -> dict | None:
+        value = json.loads(raw.decode()) if raw else None
+        if value is not None:
+            self.reached = max(self.reached, int(value.get("steps") or 0))
+        return value
 
     def observe_exits(self, present: list) -> None:
         """The ring's training processes' exits (``ring_exit/<slot>``) in this generation."""
@@ -314,7 +339,7 @@ class RingMaster(TableMachine, HeartbeatWatch):
             # error waits EXIT_GRACE_S for that loss (then a new generation makes this exit stale).
             error_type = (value.get("error") or {}).get("type")
             first = self.exit_seen.setdefault((slot, value["gen"]), self.clock())
-            if error_type in CLUSTER_ERRORS and self.clock() - first < EXIT_GRACE_S:
+            if error_type in CLUSTER_ERRORS and self.clock() - first < EXIT_GRACE_S:  # not a hang: already waited
                 continue
             self.exits[slot] = value
             self.dispatch(Event.PROCESS_FAILED, slot=slot, error=value.get("error"), rc=value["rc"])

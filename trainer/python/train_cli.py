@@ -18,6 +18,9 @@ FLAGS = [  # (flag, type, help)
                         "ring, elastic through preemption)"),
     ("--gang-timeout", float, "allreduce: seconds to get --min-workers workers before the job gives up and "
                               "releases its containers (default 300)"),
+    ("--round-timeout", float, "allreduce: seconds in which a training process must complete a round (or a start-up "
+                               "stage); one that does not (stopped, or stuck in a collective) is killed and the "
+                               "ring re-formed (default 300; 0: off)"),
     ("--worker-gpus", int, "yarn.io/gpu per worker (default 0)"),
     ("--worker-memory", str, "memory per worker, e.g. 4g (default 2g)"),
     ("--worker-vcores", int, "vcores per worker (default 1)"),
