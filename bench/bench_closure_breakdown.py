@@ -29,7 +29,7 @@ import time
 for _k, _v in {"TF_USE_LEGACY_KERAS": "1", "GRPC_FAIL_FAST": "use_caller", "TF_CPP_MIN_LOG_LEVEL": "1"}.items():
     os.environ.setdefault(_k, _v)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_task_overhead import FEATURES, SPEC, write_shard  # noqa: E402
+from bench_task_overhead import FEATURES, SPEC, small_model, write_shard  # noqa: E402
 
 
 def main() -> None:
@@ -40,7 +40,6 @@ def main() -> None:
     opts = ap.parse_args()
 
     import tensorflow as tf
-    import tf_keras
 
     from tfhadoop.trainer import step
     from tfhadoop.trainer.server import in_process_ps_cluster
@@ -49,11 +48,7 @@ def main() -> None:
     path = os.path.join(tempfile.mkdtemp(prefix="bench-breakdown-"), "part-00000.tfrecord")
     offsets = write_shard(path, opts.records)
     strategy, coordinator, servers = in_process_ps_cluster()
-    with strategy.scope():
-        model = tf_keras.Sequential([tf_keras.Input((FEATURES,), name="x"), tf_keras.layers.Dense(64, activation="relu"),
-                                     tf_keras.layers.Dense(64, activation="relu"), tf_keras.layers.Dense(1)])
-        model.compile(optimizer=tf_keras.optimizers.Adam(1e-3), loss="mse")
-        model.optimizer.build(model.trainable_variables)
+    model = small_model(strategy)
     parse = step.parse_fn(SPEC, "y")
     train_step = step.train_step_fn(model)
     vec = tf.TensorSpec([None], tf.int64)

@@ -48,6 +48,18 @@ def write_shard(path: str, records: int) -> list[int]:
     return offsets
 
 
+def small_model(strategy):
+    """The benches' 2 x 64 MLP with Adam, variables and optimizer slots on the PS."""
+    import tf_keras
+
+    with strategy.scope():
+        model = tf_keras.Sequential([tf_keras.Input((FEATURES,), name="x"), tf_keras.layers.Dense(64, activation="relu"),
+                                     tf_keras.layers.Dense(64, activation="relu"), tf_keras.layers.Dense(1)])
+        model.compile(optimizer=tf_keras.optimizers.Adam(1e-3), loss="mse")
+        model.optimizer.build(model.trainable_variables)
+    return model
+
+
 def rss_mib() -> float:
     with open("/proc/self/status") as f:
         for line in f:
@@ -64,7 +76,6 @@ def main() -> None:
     ap.add_argument("--tasks", type=int, default=2000, help="small closures in the trace/memory run")
     opts = ap.parse_args()
 
-    import tf_keras
 
     from tfhadoop.trainer import step
     from tfhadoop.trainer.server import in_process_ps_cluster
@@ -73,11 +84,7 @@ def main() -> None:
     path = os.path.join(tempfile.mkdtemp(prefix="bench-task-"), "part-00000.tfrecord")
     offsets = write_shard(path, opts.records)
     strategy, coordinator, servers = in_process_ps_cluster()
-    with strategy.scope():
-        model = tf_keras.Sequential([tf_keras.Input((FEATURES,), name="x"), tf_keras.layers.Dense(64, activation="relu"),
-                                     tf_keras.layers.Dense(64, activation="relu"), tf_keras.layers.Dense(1)])
-        model.compile(optimizer=tf_keras.optimizers.Adam(1e-3), loss="mse")
-        model.optimizer.build(model.trainable_variables)
+    model = small_model(strategy)
     task_fn = step.build_task_fn(strategy, model, SPEC, "y", opts.batch, None)
 
     def task(start: int, count: int) -> Task:

@@ -47,11 +47,13 @@ def _wait_training_in_epoch_1(hadoop_cluster, run, proc, kv) -> None:
     assert proc.poll() is None, proc.communicate()[1][-3000:]
 
 
-def _train_and_stop(hadoop_cluster, dataset, role_key: str, workers: int, epochs: int, hang_timeout: int):
-    """``tfhadoop train`` with ``--hang-timeout``; in the second epoch the process of the role
-    ``role_key`` (``up/<role>/<slot>`` in the key-value store) is SIGSTOPped. Returns
-    ``run, proc, up, t_stop, out, err`` once the job has ended (the process is SIGCONTed then, in
-    case YARN did not kill it)."""
+def _train_and_stop(hadoop_cluster, dataset, role_key: str, workers: int, epochs: int, hang_timeout: int,
+                    observe=None):
+    """``tfhadoop train`` with ``--hang-timeout``; in the second epoch the process that
+    ``role_key`` (``up/<role>/<slot>``, or ``coordinator``, in the key-value store) names is
+    SIGSTOPped, and ``observe(kv, run)``, if given, runs right after. Returns
+    ``run, proc, up, t_stop, out, err, observed`` once the job has ended (the process is SIGCONTed
+    then, in case YARN did not kill it)."""
     import skein
 
     run, proc = _train(hadoop_cluster, dataset, background=True,
@@ -63,9 +65,10 @@ def _train_and_stop(hadoop_cluster, dataset, role_key: str, workers: int, epochs
             kv = client.connect(app_id).kv
             _wait_training_in_epoch_1(hadoop_cluster, run, proc, kv)
             up = json.loads(kv[role_key].decode())
-        stopped = up["pid"]
-        os.kill(stopped, signal.SIGSTOP)
-        t_stop = time.time()
+            stopped = up["pid"]
+            os.kill(stopped, signal.SIGSTOP)
+            t_stop = time.time()
+            observed = observe(kv, run) if observe else None
         out, err = proc.communicate(timeout=600)
     finally:
         if proc.poll() is None:
@@ -75,12 +78,12 @@ def _train_and_stop(hadoop_cluster, dataset, role_key: str, workers: int, epochs
                 os.kill(stopped, signal.SIGCONT)
             except ProcessLookupError:
                 pass
-    return run, proc, up, t_stop, out, err
+    return run, proc, up, t_stop, out, err, observed
 
 
 def test_hung_worker_is_killed_and_replaced(hadoop_cluster, dataset):
     epochs, hang_timeout = 5, 8
-    run, proc, up, t_stop, out, err = _train_and_stop(hadoop_cluster, dataset, "up/worker/1", 2, epochs, hang_timeout)
+    run, proc, up, t_stop, out, err, _ = _train_and_stop(hadoop_cluster, dataset, "up/worker/1", 2, epochs, hang_timeout)
     assert proc.returncode == 0, (out + err)[-4000:]
     events = _events(run)
     kinds = [e["event"] for e in events]
@@ -140,7 +143,7 @@ def test_killed_application_master_resumes_in_attempt_2(hadoop_cluster, dataset)
 
 def test_hung_parameter_server_is_replaced_and_training_resumes_from_the_checkpoint(hadoop_cluster, dataset):
     epochs, hang_timeout = 4, 8
-    run, proc, up, _t_stop, out, err = _train_and_stop(hadoop_cluster, dataset, "up/ps/0", 1, epochs, hang_timeout)
+    run, proc, up, _t_stop, out, err, _ = _train_and_stop(hadoop_cluster, dataset, "up/ps/0", 1, epochs, hang_timeout)
     assert proc.returncode == 0, (out + err)[-4000:]
     events = _events(run)
     kinds = [e["event"] for e in events]
@@ -316,34 +319,17 @@ def test_hung_coordinator_is_killed_and_restarted_from_the_checkpoint(hadoop_clu
     """Row 2, the coordinator: SIGSTOPped in the application master's container after its first
     epoch, its heartbeat (``coordinator`` in the key-value store) stops; the master kills it after
     --hang-timeout s and starts a new one, which resumes from the checkpoint."""
-    import skein
-
     from tfhadoop.connectors import hdfs
 
     epochs, hang_timeout = 8, 8
     steps_per_epoch = 2400 // 300 * -(-300 // 32)  # a checkpoint at each epoch's end (and every 60 s)
-    run, proc = _train(hadoop_cluster, dataset, background=True,
-                       extra=["--workers", "2", "--epochs", str(epochs), "--hang-timeout", str(hang_timeout)])
-    stopped = None
-    try:
-        app_id = _app_id(proc)
-        with skein.Client() as client:
-            kv = client.connect(app_id).kv
-            _wait_training_in_epoch_1(hadoop_cluster, run, proc, kv)
-            stopped = json.loads(kv["coordinator"].decode())["pid"]
-            os.kill(stopped, signal.SIGSTOP)
-            t_stop = time.time()
-            progress = json.loads(kv["progress"].decode())  # nothing newer comes from a stopped coordinator
-        resumed_at = json.loads(hdfs.read_bytes(f"{run}/ckpt/latest/state.json"))["steps"]  # ... nor a checkpoint
-        out, err = proc.communicate(timeout=600)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        if stopped is not None:
-            try:
-                os.kill(stopped, signal.SIGCONT)
-            except ProcessLookupError:
-                pass
+
+    def at_stop(kv, run):  # nothing newer comes from a stopped coordinator, nor a checkpoint
+        return (json.loads(kv["progress"].decode()),
+                json.loads(hdfs.read_bytes(f"{run}/ckpt/latest/state.json"))["steps"])
+
+    run, proc, _, t_stop, out, err, (progress, resumed_at) = _train_and_stop(
+        hadoop_cluster, dataset, "coordinator", 2, epochs, hang_timeout, observe=at_stop)
     assert proc.returncode == 0, (out + err)[-4000:]
     events = _events(run)
     kinds = [e["event"] for e in events]
