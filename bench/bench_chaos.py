@@ -40,6 +40,8 @@ ROOT = os.path.dirname(HERE)
 MODELS = os.path.join(ROOT, "tests", "trainer")
 sys.path.insert(0, MODELS)
 
+from tfhadoop.yarn.embedded import application_master_pid  # noqa: E402
+
 FAULTS = ("preempt", "kill_worker", "kill_ps", "kill_am", "restart_nm")
 WORKERS = 3
 
@@ -57,18 +59,6 @@ def fault_plan(seed: int, horizon_s: float) -> list[tuple[float, str]]:
             return plan
         kinds = [k for k in FAULTS if k != "kill_am" or all(f != "kill_am" for _, f in plan)]
         plan.append((round(t, 1), rng.choice(kinds)))
-
-
-def am_pid(app_id: str) -> int | None:
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                cmd = f.read()
-            if b"com.anaconda.skein.ApplicationMaster" in cmd and app_id in os.readlink(f"/proc/{pid}/cwd"):
-                return int(pid)
-        except OSError:
-            continue
-    return None
 
 
 class Job:
@@ -181,7 +171,7 @@ class Injector:
             else:
                 rec["skipped"] = f"no live {role}"
         elif kind == "kill_am":
-            pid = am_pid(job.app_id)
+            pid = application_master_pid(job.app_id)
             if pid:
                 os.kill(pid, signal.SIGKILL)
                 rec["pid"] = pid

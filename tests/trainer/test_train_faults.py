@@ -14,21 +14,15 @@ import pytest
 from test_train_yarn import _app_id, _events, _hog, _metrics, _state_epoch, _train, _wait, _wait_epochs, dataset  # noqa: F401
 
 from tfhadoop.trainer.protocol import HEARTBEAT_S
+from tfhadoop.yarn.embedded import application_master_pid
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
 
 def _am_pid(app_id: str) -> int:
-    """The Skein application master's JVM of ``app_id`` (its working directory is the AM container's)."""
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                cmd = f.read()
-            if b"com.anaconda.skein.ApplicationMaster" in cmd and app_id in os.readlink(f"/proc/{pid}/cwd"):
-                return int(pid)
-        except OSError:
-            continue
-    raise AssertionError(f"no application master process of {app_id}")
+    pid = application_master_pid(app_id)
+    assert pid is not None, f"no application master process of {app_id}"
+    return pid
 
 
 def _wait_training_in_epoch_1(hadoop_cluster, run, proc, kv) -> None:

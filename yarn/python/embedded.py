@@ -475,6 +475,20 @@ def _pids_under(work: str) -> list[int]:
     return pids
 
 
+def application_master_pid(app_id: str) -> int | None:
+    """The local process of ``app_id``'s Skein application master (its working directory is the AM
+    container's), for fault injection on a single-host cluster; None when it is not running here."""
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read()
+            if b"com.anaconda.skein.ApplicationMaster" in cmd and app_id in os.readlink(f"/proc/{pid}/cwd"):
+                return int(pid)
+        except OSError:
+            continue
+    return None
+
+
 def cluster_health(conf: HadoopConf) -> dict:
     """NameNode and ResourceManager health as their own web services report it."""
     out: dict = {}
