@@ -23,6 +23,7 @@ from test_train_yarn import (  # noqa: E402,F401
     dataset,
     exported_model_mse,
     preempt_a_worker,
+    start_preemptible_job,
 )
 from waiting import wait_for  # noqa: E402
 
@@ -70,9 +71,7 @@ def test_preempted_worker_ring_reforms_smaller_then_grows_back(hadoop_cluster, d
     # 2 GB master + 2 x 5 GB workers in `train` leave 4 GB of 16 GB; `urgent` asks for 3 x 2 GB
     # and the preemption monitor takes back the newest container of `train`: a worker.
     epochs = 40
-    run, proc = _train(hadoop_cluster, dataset, background=True,
-                       extra=["--workers", "2", "--min-workers", "1", "--epochs", str(epochs), "--queue", "train",
-                              "--worker-memory", "5g"])
+    run, proc = start_preemptible_job(hadoop_cluster, dataset, epochs, train=_train)
     preempt_a_worker(hadoop_cluster, run, proc, alone_timeout=240)
     metrics = _metrics(run)
     assert [e["examples"] for e in metrics["epochs"]] == [2400] * epochs  # exactly once per epoch

@@ -11,7 +11,18 @@ import signal
 import time
 
 import pytest
-from test_train_yarn import _app_id, _events, _hog, _metrics, _state_epoch, _train, _wait, _wait_epochs, dataset  # noqa: F401
+from test_train_yarn import (  # noqa: F401
+    _app_id,
+    _cluster_idle,
+    _events,
+    _hog,
+    _metrics,
+    _state_epoch,
+    _train,
+    _wait,
+    _wait_epochs,
+    dataset,
+)
 
 from tfhadoop.trainer.protocol import HEARTBEAT_S
 from tfhadoop.yarn.embedded import application_master_pid
@@ -147,13 +158,6 @@ def test_hung_parameter_server_is_replaced_and_training_resumes_from_the_checkpo
     assert after[:3] == ["hang_detected", "container_lost", "replacement_requested"], after
     assert "coordinator_started" in after and "coordinator_failed" not in kinds  # restarted from the checkpoint
     assert [e["examples"] for e in _metrics(run)["epochs"]] == [2400] * epochs
-
-
-def _cluster_idle(conf) -> bool:
-    from tfhadoop.yarn.embedded import cluster_health
-
-    nodes = [n for n in cluster_health(conf).get("nodes", []) if n["state"] == "RUNNING"]
-    return bool(nodes) and all(n["used_memory_mb"] == 0 for n in nodes)
 
 
 def test_lost_node_roles_are_replaced_on_another_host_and_training_resumes(hadoop_cluster, dataset):

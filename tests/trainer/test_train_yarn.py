@@ -136,8 +136,17 @@ def test_model_function_that_raises_fails_fast(hadoop_cluster, dataset):
     assert time.monotonic() - t0 < 300
 
 
-def _wait(predicate, timeout, what):
-    return wait_for(predicate, timeout, what, interval=1)
+def _wait(predicate, timeout, what, diagnose=None):
+    return wait_for(predicate, timeout, what, interval=1, diagnose=diagnose)
+
+
+def _cluster_idle(conf) -> bool:
+    """No container of an earlier test still holds memory on a RUNNING NodeManager (a test that
+    sizes its containers to the cluster must not start while another's are still going away)."""
+    from tfhadoop.yarn.embedded import cluster_health
+
+    nodes = [n for n in cluster_health(conf).get("nodes", []) if n["state"] == "RUNNING"]
+    return bool(nodes) and all(n["used_memory_mb"] == 0 for n in nodes)
 
 
 def _diagnosis(hadoop_cluster, run) -> str:
@@ -200,6 +209,17 @@ def _hog(client, name: str, queue: str, instances: int, memory: int, gpus: int =
                                         script="sleep 600")}))
 
 
+def start_preemptible_job(hadoop_cluster, dataset, epochs: int, train=None):
+    """Start (in the background) the job `preempt_a_worker` drives: 2 x 5 GB workers in `train`
+    with --min-workers 1, once no container of an earlier test is left, since the sizes are
+    chosen so that `urgent` must take exactly one worker. ``train`` starts it (the PS mode's
+    `_train` unless given)."""
+    _wait(lambda: _cluster_idle(hadoop_cluster.conf), 120, "the cluster's containers of earlier tests to end")
+    return (train or _train)(hadoop_cluster, dataset, background=True,
+                             extra=["--workers", "2", "--min-workers", "1", "--epochs", str(epochs), "--queue", "train",
+                                    "--worker-memory", "5g"])
+
+
 def preempt_a_worker(hadoop_cluster, run, proc, alone_timeout: float = 180) -> None:
     """Drive a job of 2 x 5 GB workers in `train` (with --min-workers 1) through a preemption: after
     two epochs `urgent` asks for 3 x 2 GB and the preemption monitor takes back the newest
@@ -208,14 +228,16 @@ def preempt_a_worker(hadoop_cluster, run, proc, alone_timeout: float = 180) -> N
     import skein
 
     urgent = None
+    diagnose = lambda: _diagnosis(hadoop_cluster, run)  # noqa: E731
     try:
         _wait_epochs(hadoop_cluster, run, proc, 2)
         with skein.Client() as client:
             urgent = _hog(client, "urgent", queue="urgent", instances=3, memory=2048)
-            lost = _wait(lambda: _lost_events(run), 120, "a preempted container")
+            lost = _wait(lambda: _lost_events(run), 120, "a preempted container", diagnose)
             assert lost[0]["role"] == "worker" and lost[0]["diagnostics"] == "Container preempted by scheduler", lost
             epoch_at_loss = _state_epoch(run)
-            _wait(lambda: (_state_epoch(run) or 0) >= epoch_at_loss + 2, alone_timeout, "training on with one worker")
+            _wait(lambda: (_state_epoch(run) or 0) >= epoch_at_loss + 2, alone_timeout, "training on with one worker",
+                  diagnose)
             urgent.shutdown()
             urgent = None
         out, err = proc.communicate(timeout=900)
@@ -230,9 +252,7 @@ def preempt_a_worker(hadoop_cluster, run, proc, alone_timeout: float = 180) -> N
 def test_preempted_worker_is_replaced_and_rejoins_without_restart(hadoop_cluster, dataset):
     # 2 GB master + 1 GB PS + 2 x 5 GB workers in `train` leave 3 GB of 16 GB for `urgent`.
     epochs = 60
-    run, proc = _train(hadoop_cluster, dataset, background=True,
-                       extra=["--workers", "2", "--min-workers", "1", "--epochs", str(epochs), "--queue", "train",
-                              "--worker-memory", "5g"])
+    run, proc = start_preemptible_job(hadoop_cluster, dataset, epochs)
     preempt_a_worker(hadoop_cluster, run, proc)
     metrics = _metrics(run)
     assert [e["examples"] for e in metrics["epochs"]] == [2400] * epochs  # exactly once per epoch
