@@ -512,17 +512,21 @@ RETRY_BUDGET_S = 120  # how long an HDFS outage (NameNode restart, safe mode) is
 RETRY_MAX_DELAY_S = 10
 
 
-def retry(fn, what: str, on_retry=None, budget_s: float = RETRY_BUDGET_S, sleep=time.sleep, clock=time.monotonic):
+def retry(fn, what: str, on_retry=None, budget_s: float = RETRY_BUDGET_S, sleep=time.sleep, clock=time.monotonic,
+          retryable=None):
     """``fn()``, tried again after 1, 2, 4, ... (at most ``RETRY_MAX_DELAY_S``) s while it raises,
     for up to ``budget_s`` s: a NameNode in safe mode or restarting refuses writes for seconds to
     minutes, and a job should wait that out rather than fail. ``on_retry(attempt, exc, delay)``
-    is told each time; the last error is raised once the budget is spent. Only for operations
+    is told each time; the last error is raised once the budget is spent, and at once an error
+    for which ``retryable(exc)`` is false (one that no wait on HDFS cures). Only for operations
     that may be repeated whole (a checkpoint save finishes or redoes what a failed one left)."""
     t0, attempt = clock(), 0
     while True:
         try:
             return fn()
         except Exception as exc:
+            if retryable is not None and not retryable(exc):
+                raise
             attempt += 1
             delay = min(2 ** (attempt - 1), RETRY_MAX_DELAY_S)
             if clock() - t0 + delay > budget_s:

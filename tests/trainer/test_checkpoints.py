@@ -213,3 +213,24 @@ def test_tensorflow_writes_checkpoints_events_and_the_export_straight_to_hdfs(ha
     with pytest.raises(RuntimeError):
         hdfs.publish(broken, f"{url}/model2")
     assert not [n for n in hdfs.list_names(url) if n.startswith("model2")]  # nothing half-written stays
+
+
+@pytest.mark.cluster
+def test_a_parameter_server_lost_during_a_save_is_not_waited_for_as_an_hdfs_outage(hadoop_cluster):
+    """Row 5b of issue 12 (a PS preempted during a checkpoint): TensorFlow raises Unavailable naming
+    ``/job:ps``; the save must raise it at once for the master to restart the coordinator, not
+    retry it as an HDFS outage for two minutes. ``latest`` keeps the previous checkpoint."""
+    import json
+    import subprocess
+    import sys
+    import uuid
+    from pathlib import Path
+
+    url = hadoop_cluster.hdfs_url(f"/tmp/trainer-tests/ckpt-ps-lost-{uuid.uuid4().hex[:8]}")
+    child = Path(__file__).with_name("ps_lost_checkpoint_child.py")
+    proc = subprocess.run([sys.executable, str(child), url], capture_output=True, text=True, timeout=300)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    assert lines, proc.stderr[-3000:]
+    result = json.loads(lines[0][len("RESULT "):])
+    assert result["error"] == "UnavailableError" and result["retries"] == [], result
+    assert result["seconds"] < 30 and result["latest"] == {"steps": 1}, result

@@ -84,3 +84,20 @@ def test_tensorboard_scalars_that_cannot_be_written_do_not_fail_training(capsys)
     s.scalars("train", 2, {"loss": 0.4})
     s.close()
     assert "cannot write TensorBoard scalars" in capsys.readouterr().out
+
+
+def test_only_errors_a_wait_on_hdfs_may_cure_are_retried():
+    from tfhadoop.trainer.checkpoints import waiting_may_cure
+
+    lost_ps = ("failed to connect to all addresses; last error: UNKNOWN: ipv4:127.0.0.1:38429: Connection refused\n"
+               "Additional GRPC error information from remote target /job:ps/replica:0/task:0/device:CPU:0")
+    refused_on_the_ps = ("Unavailable: hdfs://nn:8020/c/latest.new/ckpt_temp/part-00000-of-00002: Name node is in "
+                         "safe mode [[{{node SaveV2}}]]\nAdditional GRPC error information from remote target /job:ps")
+    assert not waiting_may_cure(RuntimeError(lost_ps))
+    assert waiting_may_cure(RuntimeError(refused_on_the_ps))  # the PS's own save op met the outage
+    assert waiting_may_cure(OSError("Cannot delete /c/latest.new. Name node is in safe mode."))
+    now, sleep, clock = _fake_time()
+    with pytest.raises(RuntimeError, match="job:ps"):
+        hdfs.retry(lambda: (_ for _ in ()).throw(RuntimeError(lost_ps)), "checkpoint", sleep=sleep, clock=clock,
+                   retryable=waiting_may_cure)
+    assert now[0] == 0  # raised at once: no wait

@@ -39,6 +39,17 @@ class CheckpointPolicy:
         self.last_steps, self.last_time = steps, self.clock()
 
 
+def waiting_may_cure(exc: BaseException) -> bool:
+    """Whether a failed save or restore is worth ``hdfs.retry``'s wait: not when TensorFlow says a
+    remote task of the training cluster is gone (``/job:ps/...`` in an error that names no
+    ``scheme://`` path: a parameter server lost while a checkpoint reads its variables). No HDFS
+    wait brings it back, and the master restarts the coordinator at once for such an error;
+    retrying would spend the whole budget (two minutes) and call it an HDFS outage. A filesystem
+    error names its path, also when a parameter server's own save op raised it."""
+    text = str(exc)
+    return "://" in text or "/job:" not in text
+
+
 class HdfsCheckpoints:
     """``tf.train.Checkpoint`` + training state, saved to and restored from ``url`` on HDFS.
 
@@ -59,6 +70,14 @@ class HdfsCheckpoints:
         state = json.loads(hdfs.read_bytes(f"{self.url}/{name}/state.json"))
         self.ckpt.restore(f"{self.url}/{name}/ckpt").expect_partial()
         return state
+
+    def restore_waiting(self, on_retry=None) -> dict | None:
+        """:meth:`restore`, waiting out an HDFS outage (``hdfs.retry``) but not a lost TF task."""
+        return hdfs.retry(self.restore, "restore", on_retry, retryable=waiting_may_cure)
+
+    def save_waiting(self, state: dict, on_retry=None) -> None:
+        """:meth:`save`, waiting out an HDFS outage (``hdfs.retry``) but not a lost TF task."""
+        hdfs.retry(lambda: self.save(state), "checkpoint", on_retry, retryable=waiting_may_cure)
 
     def restorable(self) -> str | None:
         """``latest``; or ``latest.new`` when a save stopped between its renames (then it is

@@ -254,7 +254,7 @@ def run(job: dict, cluster: dict, work: str, app=None, phases=None) -> dict:
             progress.put_list(protocol.KV_HDFS_RETRIES, retries)
         return note
 
-    state = hdfs.retry(checkpoints.restore, "restore", retried("restore")) or \
+    state = checkpoints.restore_waiting(retried("restore")) or \
         {"epoch": 0, "ledger": None, "steps": 0, "history": []}
     if state["steps"]:
         print(f"restored checkpoint: epoch {state['epoch']}, step {state['steps']}, "
@@ -264,7 +264,7 @@ def run(job: dict, cluster: dict, work: str, app=None, phases=None) -> dict:
 
     def save():
         with phases.during(protocol.PHASE_CHECKPOINTING):
-            hdfs.retry(lambda: checkpoints.save(state), "checkpoint", retried("checkpoint"))
+            checkpoints.save_waiting(state, retried("checkpoint"))
             policy.saved(state["steps"])
             summaries.sync()
 

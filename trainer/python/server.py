@@ -64,6 +64,9 @@ def main(argv=None) -> int:
     if len(args) not in (3, 4):
         print("usage: python -m tfhadoop.trainer.server CLUSTER_JSON JOB INDEX [PORT]", file=sys.stderr)
         return 2
+    import tfhadoop.tfhdfs  # noqa: F401 - like a container's server: its own ops read and write hdfs://
+    # (a PS runs the SaveV2 of its variables itself)
+
     start(json.loads(args[0]), args[1], int(args[2]), int(args[3]) if len(args) == 4 else None).join()
     return 0
 
