@@ -101,3 +101,25 @@ def test_only_errors_a_wait_on_hdfs_may_cure_are_retried():
         hdfs.retry(lambda: (_ for _ in ()).throw(RuntimeError(lost_ps)), "checkpoint", sleep=sleep, clock=clock,
                    retryable=waiting_may_cure)
     assert now[0] == 0  # raised at once: no wait
+
+
+def test_the_last_events_wait_out_an_outage_at_the_end(master, monkeypatch, capsys):
+    written, refusals = [], [3]
+
+    def append(url, data):
+        if refusals[0]:
+            refusals[0] -= 1
+            raise OSError("Name node is in safe mode")
+        written.append(data.decode())
+
+    monkeypatch.setattr(hdfs, "append_bytes", append)
+    slept = []
+    master.events.add("finished", status="SUCCEEDED")  # refused: kept
+    master.events.flush_waiting(sleep=slept.append)
+    assert [json.loads(line)["event"] for line in "".join(written).splitlines()] == ["finished"]
+    assert slept == [1, 2] and master.events.unwritten == []  # refused twice more, then appended
+
+    refusals[0] = 1000
+    master.events.add("late")
+    master.events.flush_waiting(budget_s=5, sleep=slept.append)
+    assert master.events.unwritten and "giving up: 1 event line(s) not appended" in capsys.readouterr().out

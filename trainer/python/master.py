@@ -112,6 +112,23 @@ class EventLog:
         except Exception as exc:  # noqa: BLE001 - kept for the next try; the key-value store's tail has them
             print(f"cannot append to {self.url} ({len(self.unwritten)} line(s) kept for later): {exc}", flush=True)
 
+    def flush_waiting(self, budget_s: float | None = None, sleep=time.sleep) -> None:
+        """At the job's end: append what HDFS refused, waiting out an outage (``hdfs.retry``'s
+        backoff, its budget unless ``budget_s``), since no later round of the loop will try again.
+        Lines still refused after that are said in the log (the key-value tail had them)."""
+        from tfhadoop.connectors import hdfs
+
+        def appended():
+            self.flush()
+            if self.unwritten:
+                raise OSError(f"{len(self.unwritten)} event line(s) not appended to {self.url}")
+
+        try:
+            hdfs.retry(appended, "event log", budget_s=hdfs.RETRY_BUDGET_S if budget_s is None else budget_s,
+                       sleep=sleep)
+        except OSError as exc:
+            print(f"giving up: {exc}", flush=True)
+
     def tail(self) -> bytes:
         """The newest events as JSON, at most ``EVENTS_TAIL`` of them and ``EVENTS_TAIL_BYTES``."""
         lines = list(self.recent)
@@ -875,8 +892,9 @@ def write_result(job_dir: str, app_id: str, status: str, diagnostics: str) -> No
     from tfhadoop.connectors import hdfs
 
     result = {"app": app_id, "status": status, "diagnostics": diagnostics, "time": time.time()}
-    try:
-        hdfs.write_bytes(protocol.job_file(job_dir, protocol.RESULT_FILE), json.dumps(result).encode())
+    try:  # an HDFS outage at the very end is waited out like a checkpoint's
+        hdfs.retry(lambda: hdfs.write_bytes(protocol.job_file(job_dir, protocol.RESULT_FILE),
+                                            json.dumps(result).encode()), protocol.RESULT_FILE)
     except Exception as exc:  # noqa: BLE001 - YARN's diagnostics still carry the outcome
         print(f"cannot write {protocol.RESULT_FILE}: {exc}", flush=True)
 
@@ -928,6 +946,7 @@ def main() -> int:
     if enrich_exit_statuses(master.events, app.id):
         master.events.rewrite()
     master.events.add("finished", status=status, diagnostics=diagnostics[:4000])
+    master.events.flush_waiting()
     write_result(job["checkpoint_dir"], app.id, status, diagnostics)
     app.kv[protocol.KV_RESULT] = json.dumps({"status": status, "diagnostics": diagnostics}).encode()
     app.shutdown(status, diagnostics=diagnostics[:4000])
