@@ -9,7 +9,7 @@
 Each is a fresh process (or application): wall time includes start-up (imports, servers,
 containers); steady examples/s are measured over the epochs after the first. Prints (c)/(b).
 
-    .venv/bin/python bench/bench_trainer_peers.py [--records 200000] [--epochs 3] [--workers 2]
+    .venv/bin/python bench/bench_trainer_peers.py [--records 200000] [--epochs 3] [--workers 1,2,4]
 """
 from __future__ import annotations
 
@@ -166,7 +166,7 @@ def pss_cluster(workers: int):
     return cluster, procs
 
 
-def run_yarn(args, manifest_folder: str) -> dict:
+def run_yarn(args, manifest_folder: str, workers: int) -> dict:
     """(c): `tfhadoop train` reading hdfs:// on the embedded cluster."""
     from tfhadoop.connectors import hdfs
 
@@ -175,7 +175,7 @@ def run_yarn(args, manifest_folder: str) -> dict:
     t0 = time.perf_counter()
     cmd = [sys.executable, "-m", "tfhadoop", "train", "--model", "bench_trainer_peers:model", "--python-path", HERE,
            "--data", f"{base}/data", "--label", "y", "--train-split", "train", "--ps", "1",
-           "--workers", str(args.workers), "--epochs", str(args.epochs), "--batch-size", str(args.batch_size),
+           "--workers", str(workers), "--epochs", str(args.epochs), "--batch-size", str(args.batch_size),
            "--task-records", str(args.task_records), "--worker-memory", "1g", "--ps-memory", "1g",
            "--checkpoint-dir", f"{base}/ckpt", "--export-dir", f"{base}/model"]
     out = subprocess.run(cmd, capture_output=True, text=True)
@@ -193,15 +193,45 @@ def steady(epoch_s: list, records: int) -> float:
     return records * len(later) / sum(later)
 
 
+def run_b(args, workers: int) -> dict:
+    """(b) with ``workers`` worker servers (and one PS) as local processes."""
+    cluster, procs = pss_cluster(workers)
+    t0 = time.perf_counter()
+    try:
+        os.environ["TF_CONFIG"] = json.dumps({"cluster": cluster, "task": {"type": "chief", "index": 0}})
+        r = child("b", args)
+    finally:
+        os.environ.pop("TF_CONFIG", None)
+        for p in procs:
+            p.kill()
+            p.wait(timeout=30)
+    return {"wall_s": time.perf_counter() - t0, "steady": steady(r["epoch_s"], args.records), "loss": r["loss"][-1]}
+
+
+def run_c(args, workers: int) -> dict:
+    """(c) with ``workers`` workers; steady rate from the coordinator's samples after epoch 1."""
+    r = run_yarn(args, args.folder, workers)
+    m = r["metrics"]
+    total = args.records * args.epochs
+    later = [s for s in r["samples"] if s.get("epoch", 0) >= 1]
+    if len(later) >= 2:
+        ex = lambda s: s["epoch"] * args.records + s["examples"]  # noqa: E731
+        rate = (ex(later[-1]) - ex(later[0])) / (later[-1]["time"] - later[0]["time"])
+    else:
+        rate = (total - args.task_records) / (m["train_seconds"] - (m["first_step_s"] or 0))
+    return {"wall_s": r["wall_s"], "steady": rate, "train_seconds": m["train_seconds"],
+            "first_step_s": m["first_step_s"], "loss": m["epochs"][-1]["mean_loss"]}
+
+
 def main() -> int:
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--records", type=int, default=200_000)
     ap.add_argument("--shards", type=int, default=8)
     ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--batch-size", type=int, default=128)
     ap.add_argument("--task-records", type=int, default=2000)
     ap.add_argument("--steps-per-execution", type=int, default=16, help="(a), (b): tf-keras's own batching of steps")
-    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--workers", default="2", help="worker counts of (b) and (c), e.g. 1,2,4 for the scaling table")
     ap.add_argument("--skip", default="", help="comma list of a,b,c to leave out")
     ap.add_argument("--child", default=None)
     ap.add_argument("--folder", default=None)
@@ -210,58 +240,47 @@ def main() -> int:
         result = run_local(args) if args.child == "a" else run_pss(args)
         print(json.dumps(result), flush=True)
         os._exit(0)  # PSS keeps remote handles: do not wait for them
+    counts = [int(n) for n in args.workers.split(",")]
     args.folder = tempfile.mkdtemp(prefix="bench-peers-")
     write_dataset(args.folder, args.records, args.shards)
     skip = set(args.skip.split(","))
     print(f"load before: {os.getloadavg()} on {os.cpu_count()} cores; {args.records} records x {args.epochs} epochs, "
-          f"batch {args.batch_size}, {args.workers} workers", flush=True)
+          f"batch {args.batch_size}, workers {counts}", flush=True)
     rows = {}
     if "a" not in skip:
         r = child("a", args)
         rows["a"] = {"wall_s": r["wall_s"], "steady": steady(r["epoch_s"], args.records), "loss": r["loss"][-1]}
         print("(a)", json.dumps(rows["a"]), flush=True)
     if "b" not in skip:
-        cluster, procs = pss_cluster(args.workers)
-        t0 = time.perf_counter()
-        try:
-            os.environ["TF_CONFIG"] = json.dumps({"cluster": cluster, "task": {"type": "chief", "index": 0}})
-            r = child("b", args)
-        finally:
-            os.environ.pop("TF_CONFIG", None)
-            for p in procs:
-                p.kill()
-                p.wait(timeout=30)
-        rows["b"] = {"wall_s": time.perf_counter() - t0, "steady": steady(r["epoch_s"], args.records),
-                     "loss": r["loss"][-1]}
-        print("(b)", json.dumps(rows["b"]), flush=True)
+        for n in counts:
+            rows[("b", n)] = run_b(args, n)
+            print(f"(b) {n} workers", json.dumps(rows[("b", n)]), flush=True)
     if "c" not in skip:
         sys.path.insert(0, os.path.dirname(HERE))
         from benchcluster import bench_cluster
 
         with bench_cluster():
-            r = run_yarn(args, args.folder)
-        m = r["metrics"]
-        total = args.records * args.epochs
-        # steady: the samples after the first epoch (coordinator timestamps), examples over time
-        later = [s for s in r["samples"] if s.get("epoch", 0) >= 1]
-        if len(later) >= 2:
-            ex = lambda s: s["epoch"] * args.records + s["examples"]  # noqa: E731
-            rate = (ex(later[-1]) - ex(later[0])) / (later[-1]["time"] - later[0]["time"])
-        else:
-            rate = (total - args.task_records) / (m["train_seconds"] - (m["first_step_s"] or 0))
-        rows["c"] = {"wall_s": r["wall_s"], "steady": rate, "train_seconds": m["train_seconds"],
-                     "first_step_s": m["first_step_s"], "loss": m["epochs"][-1]["mean_loss"]}
-        print("(c)", json.dumps(rows["c"]), flush=True)
+            for n in counts:
+                rows[("c", n)] = run_c(args, n)
+                print(f"(c) {n} workers", json.dumps(rows[("c", n)]), flush=True)
     print(f"\nload after: {os.getloadavg()}")
     print(f"{'run':<58} {'steady ex/s':>12} {'wall s':>8} {'last loss':>10}")
     names = {"a": "(a) tf-keras fit, 1 process, local files",
-             "b": f"(b) tf-keras fit, PSS 1 PS + {args.workers} workers, local files",
-             "c": f"(c) tfhadoop train, 1 PS + {args.workers} workers, hdfs://"}
+             "b": "(b) tf-keras fit, PSS 1 PS + {n} workers, local files",
+             "c": "(c) tfhadoop train, 1 PS + {n} workers, hdfs://"}
     for k, row in rows.items():
-        print(f"{names[k]:<58} {row['steady']:>12.0f} {row['wall_s']:>8.1f} {row['loss']:>10.4f}")
-    if "b" in rows and "c" in rows:
-        print(f"(c)/(b): steady {rows['c']['steady'] / rows['b']['steady']:.2f}, "
-              f"wall {rows['c']['wall_s'] / rows['b']['wall_s']:.2f} (wall: lower is better)")
+        name = names["a"] if k == "a" else names[k[0]].format(n=k[1])
+        print(f"{name:<58} {row['steady']:>12.0f} {row['wall_s']:>8.1f} {row['loss']:>10.4f}")
+    for n in counts:
+        b, c = rows.get(("b", n)), rows.get(("c", n))
+        if b and c:
+            print(f"{n} workers: (c)/(b) steady {c['steady'] / b['steady']:.2f}, "
+                  f"wall {c['wall_s'] / b['wall_s']:.2f} (wall: lower is better)")
+    for kind in "bc":
+        base = rows.get((kind, counts[0]))
+        if base and len(counts) > 1:
+            print(f"({kind}) scaling from {counts[0]} worker(s): " + ", ".join(
+                f"{n}: {rows[(kind, n)]['steady'] / base['steady']:.2f}x" for n in counts[1:] if (kind, n) in rows))
     return 0
 
 
