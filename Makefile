@@ -7,10 +7,11 @@ SBT := tools/sbt
 JVM_SOURCES := $(shell find connectors spark yarn -path '*/target' -prune -o \( -name '*.java' -o -name '*.scala' -o -path '*/resources/*' \) -print 2>/dev/null)
 PYTEST_ARGS ?=
 
-.PHONY: help setup venv jars native lint test test-jvm test-python test-fast demo bench clean cluster-up cluster-down
+.PHONY: help setup venv jars native lint test test-jvm test-python test-fast demo demo-secure bench clean cluster-up cluster-down
 
 help:
 	@echo "make demo        bring the embedded cluster up, run the main job end to end, tear down"
+	@echo "make demo-secure the same on the Kerberized embedded cluster (cluster up --secure)"
 	@echo "make test        JVM unit tests + the whole Python suite against the embedded cluster"
 	@echo "make test-fast   the suite without tests marked slow"
 	@echo "make setup       venvs (.venv: pyspark 4.3 + TF; .venv35: pyspark 3.5), jars/, Hadoop artifacts"
@@ -64,6 +65,11 @@ test-fast: setup
 
 demo: setup
 	$(VENV)/bin/tfhadoop demo
+
+# The same on the Kerberized embedded cluster (KDC; runs as its test user from a keytab).
+demo-secure: setup
+	@tools/ensure-krb5 >/dev/null
+	$(VENV)/bin/tfhadoop demo --secure
 
 bench: setup
 	@for b in bench/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

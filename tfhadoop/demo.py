@@ -22,6 +22,9 @@ def register(subparsers) -> None:
     p.add_argument("--keep", action="store_true", help="leave the cluster running afterwards")
     p.add_argument("--workers", type=int, default=2, help="training workers on YARN (default 2)")
     p.add_argument("--no-train", action="store_true", help="stop after the export (skip training)")
+    p.add_argument("--secure", action="store_true",
+                   help="on the Kerberized embedded cluster (`cluster up --secure`, its own state dir): every "
+                        "step runs as its test user, logged in from that user's keytab")
     p.set_defaults(func=run)
 
 
@@ -49,20 +52,31 @@ def run(args) -> int:
 
 def _run(args, log: str | None) -> int:
     from tfhadoop import hadoop
-    from tfhadoop.yarn.embedded import EmbeddedCluster
+    from tfhadoop.yarn.embedded import ClusterOptions, EmbeddedCluster
 
-    cluster = EmbeddedCluster(args.state_dir)
+    state_dir = args.state_dir
+    if args.secure and not state_dir:
+        from tfhadoop.yarn.secure import secure_state_dir
+
+        state_dir = secure_state_dir()
+    cluster = EmbeddedCluster(state_dir)
     was_running = cluster.is_running()
     t_all = time.monotonic()
-    with _step("embedded Hadoop cluster up"):
-        info = cluster.up()
+    with _step("embedded Hadoop cluster up" + (" (Kerberos)" if args.secure else "")):
+        info = cluster.up(ClusterOptions(secure=True) if args.secure else None)
         print(f"   HDFS {info['fs_default']}, YARN RM UI http://{info['rm_webapp']}"
               + (" (already running)" if was_running else f", daemons ready in {info['start_seconds']:.1f} s"))
+        if args.secure and not info.get("secure"):
+            raise CommandError(f"the cluster in {cluster.state_dir} runs without Kerberos: stop it or pick "
+                               "another --state-dir for --secure")
     try:
         hadoop.use_cluster(cluster.state_dir)
+        home = info["fs_default"]
+        if info.get("secure"):
+            home += "/user/" + _kerberos_login(info)
         _skein_hello(args.verbose, log)
         table = _hive_round_trip(args.rows)
-        dataset = _tfrecord_export(table, args.rows)
+        dataset = _tfrecord_export(table, args.rows, home)
         if not args.no_train:
             _train(dataset, args.workers, args.verbose, log)
     finally:
@@ -71,6 +85,20 @@ def _run(args, log: str | None) -> int:
                 cluster.down()
     print(f"\ndemo finished in {time.monotonic() - t_all:.1f} s")
     return 0
+
+
+def _kerberos_login(info: dict) -> str:
+    """Log in as the secure cluster's test user from its keytab, as `--principal/--keytab` does
+    (a private ticket cache; Skein, Spark and the HDFS client use it); its short name."""
+    import os
+
+    from tfhadoop import kerberos
+
+    os.environ["KRB5_CONFIG"] = info["krb5_conf"]
+    kerberos.login_from_keytab(info["principal"], info["keytab"])
+    kerberos.prepare_skein_env()
+    print(f"   logged in as {info['principal']} (keytab {info['keytab']}); realm {info['realm']}")
+    return info["principal"].split("@")[0].split("/")[0]
 
 
 def _skein_hello(verbose: bool, log: str | None) -> None:
@@ -115,10 +143,9 @@ def _hive_round_trip(rows: int) -> str:
     return table
 
 
-def _tfrecord_export(table: str, rows: int) -> str:
+def _tfrecord_export(table: str, rows: int, home: str) -> str:
     from pyspark.sql import SparkSession
 
-    from tfhadoop import hadoop
     from tfhadoop.connectors.tfrecord import read_records
     from tfhadoop.spark.export import ExportOptions, parse_splits, run_export
     from tfhadoop.spark.session import tfhadoop_jar
@@ -126,7 +153,7 @@ def _tfrecord_export(table: str, rows: int) -> str:
     if tfhadoop_jar() is None:
         raise CommandError("jars/tfhadoop-*.jar is missing: run `make jars`")
     spark = SparkSession.getActiveSession()
-    out = hadoop.load_conf().default_fs.rstrip("/") + f"/datasets/{table}"
+    out = home.rstrip("/") + f"/datasets/{table}"
     with _step(f"tfhadoop export: Hive table -> sharded TFRecord dataset ({out})"):
         manifest = run_export(spark, ExportOptions(output=out, table=table, shards=4, overwrite=True,
                                                    splits=parse_splits("train=0.9,eval=0.1"), split_key="id"))
