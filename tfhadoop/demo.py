@@ -122,7 +122,7 @@ def _skein_hello(verbose: bool, log: str | None) -> None:
         if report.final_status != "SUCCEEDED":
             raise CommandError(f"the demo application {app_id} ended {report.final_status}: {report.diagnostics}")
         hello = [line for line in application_logs(app_id).splitlines() if line.startswith("hello from YARN")]
-        print(f"   its aggregated log says: {hello[0] if hello else '(nothing)'}")
+        print(f"   its log says: {hello[0] if hello else '(nothing)'}")
 
 
 def _hive_round_trip(rows: int) -> str:

@@ -178,6 +178,7 @@ import tfhadoop.tfhdfs
 m = sum(1 for _ in tf.data.TFRecordDataset(url))
 with tf.io.gfile.GFile(out, "w") as f:
     f.write(f"{n} {m}")
+print(f"counted {n} {m}")
 """
 
 
@@ -208,10 +209,16 @@ with skein.Client(log=False) as client:
         if report.state in ("FINISHED", "FAILED", "KILLED"):
             break
         time.sleep(1)
-    print(report.state, report.final_status, report.diagnostics)
+    print(app, report.state, report.final_status, report.diagnostics)
 """
     proc = subprocess.run([sys.executable, "-c", submit], env=env, capture_output=True, text=True, timeout=300)
     assert "FINISHED SUCCEEDED" in proc.stdout, proc.stdout + proc.stderr[-3000:] + _container_logs(cluster)
+    # No aggregated logs on the Kerberized embedded cluster (no libhadoop): `tfhadoop logs` reads
+    # the NodeManagers' log dirs and says so.
+    app_id = proc.stdout.split()[0]
+    logs = subprocess.run([sys.executable, "-m", "tfhadoop", "logs", app_id], env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert "counted 7 7" in logs.stdout and "NodeManagers' log dirs" in logs.stderr, logs.stdout + logs.stderr
     check = subprocess.run([sys.executable, "-m", "tfhadoop", "records", "count", data], env=env,
                            capture_output=True, text=True, timeout=60)
     assert check.stdout.split()[0] == "7"
