@@ -209,11 +209,11 @@ def train(job: dict, gen: int, rank: int, workers: int, work: str, app=None) -> 
             state["steps"] += round_steps(mine, batch_size)
             state["loss_sum"] = state.get("loss_sum", 0.0) + float(rows[:, 1].sum())
             state["ledger"] = ledger.to_json()
+            if commit_due(state["steps"], last_commit, commit_every):  # the same rounds on every member
+                commits.write([v.numpy() for v in variables], state)  # before the report: no step reported is lost
+                last_commit = state["steps"]
             if chief and time.monotonic() - window["t"] >= 1.0:
                 report(epoch, ledger)
-            if commit_due(state["steps"], last_commit, commit_every):  # the same rounds on every member
-                commits.write([v.numpy() for v in variables], state)
-                last_commit = state["steps"]
             if rows[0][3] or rows[0][2]:  # the chief's flags, as every worker received them
                 save()
             if rows[0][3]:
