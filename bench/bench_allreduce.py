@@ -144,7 +144,7 @@ def preemption(conf, dataset: str, epochs: int) -> dict:
 def goodput(conf, dataset: str, epochs: int, every: float, commits: list[int]) -> dict:
     """The same 3-worker job undisturbed, then with a worker preempted every ``every`` s, once per
     ``--commit-every-steps`` value in ``commits`` (0: no in-memory commit, the HDFS checkpoint only)."""
-    extra = ["--workers", "3", "--min-workers", "1", "--queue", "train", "--worker-memory", "3g"]
+    extra = ["--workers", "3", "--min-workers", "1", "--queue", "train", "--worker-memory", "4g"]
     out = {}
     run, wall = train(conf, dataset, "allreduce", "trainer_test_models:linear", epochs, extra=extra)
     m = metrics(run)
