@@ -141,17 +141,28 @@ def preemption(conf, dataset: str, epochs: int) -> dict:
     return out
 
 
-def goodput(conf, dataset: str, epochs: int, every: float) -> dict:
-    """The same 3-worker job undisturbed, then with a worker preempted every ``every`` s."""
-    import skein
-
-    extra = ["--workers", "3", "--min-workers", "1", "--queue", "train", "--worker-memory", "3g"]
+def goodput(conf, dataset: str, epochs: int, every: float, commits: list[int]) -> dict:
+    """The same 3-worker job undisturbed, then with a worker preempted every ``every`` s, once per
+    ``--commit-every-steps`` value in ``commits`` (0: no in-memory commit, the HDFS checkpoint only)."""
+    extra = ["--workers", "3", "--min-workers", "1", "--queue", "train", "--worker-memory", "4g"]
     out = {}
     run, wall = train(conf, dataset, "allreduce", "trainer_test_models:linear", epochs, extra=extra)
     m = metrics(run)
     out["undisturbed"] = {"train_s": round(m["train_seconds"], 1), "wall_s": round(wall, 1),
                           "examples_per_s": round(sum(e["examples"] for e in m["epochs"]) / m["train_seconds"], 1)}
     log("undisturbed", out["undisturbed"])
+    for n in commits:
+        key = f"preempted_commit_every_{n}"
+        out[key] = preempted(conf, dataset, epochs, every, [*extra, "--commit-every-steps", str(n)])
+        # wall time: a re-formed ring's metrics.json counts only its last training process's seconds
+        out[key]["goodput_ratio"] = round(out["undisturbed"]["wall_s"] / out[key]["wall_s"], 2)
+        log("goodput", key, out[key])
+    return out
+
+
+def preempted(conf, dataset: str, epochs: int, every: float, extra: list) -> dict:
+    import skein
+
     run, proc = train(conf, dataset, "allreduce", "trainer_test_models:linear", epochs, extra=extra, background=True)
     t0 = time.monotonic()
     preemptions = 0
@@ -193,16 +204,15 @@ def goodput(conf, dataset: str, epochs: int, every: float) -> dict:
         later = [r for r in rings if r["time"] >= lost["time"]]
         again = next((first[r["gen"]] for r in later if r["gen"] in first), None)
         full = next((first[r["gen"]] for r in later if r["workers"] == 3 and r["gen"] in first), None)
-        recoveries.append({"preempted": lost["preempted"],
+        recoveries.append({"preempted": lost["preempted"], "restored_from": again.get("restored_from") if again else None,
                            "to_training_again_s": round(again["time"] - lost["time"], 1) if again else None,
                            "redone_steps": again["redone_steps"] if again else None,
                            "to_full_speed_s": round(full["time"] - lost["time"], 1) if full else None})
-    out["preempted"] = {"train_s": round(m["train_seconds"], 1), "examples_per_s": round(sum(examples) / m["train_seconds"], 1),
-                        "preemptions": preemptions, "every_s": every, "recoveries": recoveries,
-                        "epoch_examples": sorted(set(examples))}
-    out["goodput_ratio"] = round(out["preempted"]["examples_per_s"] / out["undisturbed"]["examples_per_s"], 2)
-    log("goodput", out)
-    return out
+    wall = time.monotonic() - t0
+    return {"wall_s": round(wall, 1), "examples_per_s_wall": round(sum(examples) / wall, 1),
+            "preemptions": preemptions, "every_s": every, "recoveries": recoveries,
+            "redone_steps_total": sum(r["redone_steps"] or 0 for r in recoveries),
+            "epoch_examples": sorted(set(examples))}
 
 
 def main() -> int:
@@ -213,6 +223,8 @@ def main() -> int:
                         help="comma-separated: throughput, preemption, goodput")
     parser.add_argument("--goodput-epochs", type=int, default=40)
     parser.add_argument("--preempt-every", type=float, default=120)
+    parser.add_argument("--goodput-commits", default="20,0",
+                        help="goodput: the preempted job once per --commit-every-steps value (0: no in-memory commit)")
     args = parser.parse_args()
     for k, v in {"TF_USE_LEGACY_KERAS": "1", "TF_CPP_MIN_LOG_LEVEL": "2"}.items():
         os.environ.setdefault(k, v)
@@ -229,7 +241,8 @@ def main() -> int:
         if "preemption" in args.parts:
             out["preemption"] = preemption(conf, dataset, 12)
         if "goodput" in args.parts:
-            out["goodput"] = goodput(conf, dataset, args.goodput_epochs, args.preempt_every)
+            out["goodput"] = goodput(conf, dataset, args.goodput_epochs, args.preempt_every,
+                                    [int(n) for n in args.goodput_commits.split(",")])
         out["load_after"] = os.getloadavg()[0]
     print(json.dumps(out, indent=1))
     if args.json:

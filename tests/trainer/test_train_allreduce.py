@@ -71,7 +71,9 @@ def test_preempted_worker_ring_reforms_smaller_then_grows_back(hadoop_cluster, d
     # 2 GB master + 2 x 5 GB workers in `train` leave 4 GB of 16 GB; `urgent` asks for 3 x 2 GB
     # and the preemption monitor takes back the newest container of `train`: a worker.
     epochs = 40
-    run, proc = start_preemptible_job(hadoop_cluster, dataset, epochs, train=_train)
+    commit_every = 10  # one round (2 tasks of 300 records / 32 = 10 steps): a commit after every round
+    run, proc = start_preemptible_job(hadoop_cluster, dataset, epochs, train=lambda *a, **k: _train(
+        *a, **{**k, "extra": [*k["extra"], "--commit-every-steps", str(commit_every)]}))
     preempt_a_worker(hadoop_cluster, run, proc, alone_timeout=240)
     metrics = _metrics(run)
     assert [e["examples"] for e in metrics["epochs"]] == [2400] * epochs  # exactly once per epoch
@@ -84,6 +86,15 @@ def test_preempted_worker_ring_reforms_smaller_then_grows_back(hadoop_cluster, d
     assert grown and grown[-1]["workers"] == 2, [e["event"] for e in events]
     assert any(e["event"] == "replacement_requested" and e["slot"] == lost[0]["slot"] for e in events)
     first = {e["gen"]: e["time"] for e in events if e["event"] == "first_round"}
+    # The ring of one restores the survivor's in-memory commit when it is newer than the HDFS
+    # checkpoint (taken every 60 s and at each epoch's end, 40 steps): it redoes less than one
+    # commit interval (a commit every round, written before the chief reports the round: nothing
+    # reported is redone). Without commits the epoch's rounds since its start are redone: 10 or
+    # more steps unless the loss falls in an epoch's first round.
+    after_loss = [e for e in events if e["event"] == "first_round" and e["gen"] == reformed[0]["gen"]][0]
+    print("after the loss:", after_loss)
+    assert after_loss["restored_from"] in ("commit", "checkpoint"), after_loss
+    assert 0 <= after_loss["redone_steps"] < commit_every, after_loss
     print("worker lost -> ring of 1 training:", round(first[reformed[0]["gen"]] - lost[0]["time"], 1), "s;",
           "stop requested -> ring of 2 training:",
           round(first[grown[-1]["gen"]] - [e for e in events if e["event"] == "ring_stop_requested"][-1]["time"], 1), "s")

@@ -29,6 +29,8 @@ import time
 import traceback
 
 from tfhadoop.trainer import protocol
+from tfhadoop.trainer.commit import FROM_CHECKPOINT, FROM_COMMIT, FROM_START, LocalCommits, choose, decode, encode
+from tfhadoop.trainer.commit import due as commit_due
 
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
@@ -111,9 +113,17 @@ def train(job: dict, gen: int, rank: int, workers: int, work: str, app=None) -> 
     checkpoints = HdfsCheckpoints(ckpt, job["checkpoint_dir"], keep=job["keep_checkpoints"])
     touch(beat)
     state = checkpoints.restore() or {"epoch": 0, "ledger": None, "steps": 0, "history": []}
-    restored_steps = state["steps"]
+    restored_from = FROM_CHECKPOINT if state["steps"] else FROM_START
+    commits, commit_every = LocalCommits(work), job["commit_every_steps"]
+    variables = list(model.variables) + list(optimizer_variables(model.optimizer))
+    if commit_every:
+        shared = restore_commit(tf, strategy, per_worker, rank, commits, variables, state["steps"])
+        if shared is not None:
+            state, restored_from = shared, FROM_COMMIT
+    restored_steps, last_commit = state["steps"], state["steps"]
     touch(beat)
-    print(f"gen {gen} rank {rank}/{workers}: restored epoch {state['epoch']}, step {state['steps']}", flush=True)
+    print(f"gen {gen} rank {rank}/{workers}: restored epoch {state['epoch']}, step {state['steps']} "
+          f"from {restored_from}", flush=True)
     progress = Progress(app if chief else None)
     summaries = Summaries(f"{checkpoints.url}/{protocol.TENSORBOARD_DIR}") if chief else None
     policy = CheckpointPolicy(job["checkpoint_steps"], job["checkpoint_secs"])
@@ -169,7 +179,7 @@ def train(job: dict, gen: int, rank: int, workers: int, work: str, app=None) -> 
         progress.put(protocol.KV_PROGRESS, {"epoch": epoch, "examples": ledger.examples, "expected": expected,
                                             "steps": state["steps"], "examples_per_s": round(rate, 1),
                                             "loss": round(loss, 6), "time": time.time(), "gen": gen,
-                                            "restored_steps": restored_steps})
+                                            "restored_steps": restored_steps, "restored_from": restored_from})
         if summaries:
             summaries.scalars("train", state["steps"], {"loss": loss, "examples_per_second": rate, "workers": workers})
         window.update(n=0, loss=0.0, t=now)
@@ -199,6 +209,9 @@ def train(job: dict, gen: int, rank: int, workers: int, work: str, app=None) -> 
             state["steps"] += round_steps(mine, batch_size)
             state["loss_sum"] = state.get("loss_sum", 0.0) + float(rows[:, 1].sum())
             state["ledger"] = ledger.to_json()
+            if commit_due(state["steps"], last_commit, commit_every):  # the same rounds on every member
+                commits.write([v.numpy() for v in variables], state)  # before the report: no step reported is lost
+                last_commit = state["steps"]
             if chief and time.monotonic() - window["t"] >= 1.0:
                 report(epoch, ledger)
             if rows[0][3] or rows[0][2]:  # the chief's flags, as every worker received them
@@ -223,6 +236,49 @@ def train(job: dict, gen: int, rank: int, workers: int, work: str, app=None) -> 
     touch(beat)
     return finish(job, build, model, manifest, state, summaries, checkpoints.url, progress, app, workers,
                   t_start, first_step_at, lambda: touch(beat))
+
+
+def optimizer_variables(optimizer) -> list:
+    """The optimizer's variables (iterations, slots): a property of tf-keras's optimizer, a method of the legacy one."""
+    v = optimizer.variables
+    return v() if callable(v) else v
+
+
+def restore_commit(tf, strategy, per_worker: int, rank: int, commits, variables: list, checkpoint_steps: int):
+    """Collectives every member of a new generation runs after restoring the HDFS checkpoint:
+    gather each member's newest commit step; when one is newer than the checkpoint, its holder's
+    values and training state reach every member through one all-reduce SUM (the others add
+    zeros) and are assigned. Returns the committed state, or None (keep the checkpoint)."""
+    import numpy as np
+
+    mine = commits.state()
+    payload = encode(mine) if mine is not None else np.zeros(0)
+    info = tf.function(lambda t: strategy.gather(t, axis=0))(
+        tf.constant([[float(commits.steps()), float(checkpoint_steps), float(len(payload))]], tf.float64))
+    rows = info.numpy()[::per_worker]
+    source, holder = choose([int(r[0]) for r in rows], int(rows[0][1]))  # the chief's checkpoint step
+    if source != FROM_COMMIT:
+        return None
+    if rank == holder:
+        values = [np.asarray(v, np.float64) for v in commits.values()] + [payload]
+    else:
+        values = [np.zeros(v.shape, np.float64) for v in variables] + [np.zeros(int(rows[holder][2]))]
+    if len(values) != len(variables) + 1:
+        raise ValueError(f"the commit in {commits.dir} holds {len(values) - 1} variables, the model {len(variables)}")
+
+    @tf.function
+    def share(*vals):
+        def fn(*vs):
+            ctx = tf.distribute.get_replica_context()
+            keep = tf.equal(ctx.replica_id_in_sync_group, holder * per_worker)
+            return ctx.all_reduce(tf.distribute.ReduceOp.SUM, [tf.where(keep, v, tf.zeros_like(v)) for v in vs])
+        return strategy.run(fn, args=vals)
+
+    out = share(*[tf.constant(v, tf.float64) for v in values])
+    out = [strategy.experimental_local_results(x)[0].numpy() for x in out]
+    for var, value in zip(variables, out):
+        var.assign(value.astype(var.dtype.as_numpy_dtype))
+    return decode(out[-1])
 
 
 def finish(job, build, model, manifest, state, summaries, ckpt_url, progress, app, workers, t_start, first_step_at,

@@ -216,14 +216,14 @@ class RingMaster(TableMachine, HeartbeatWatch):
         self.since = self.clock()
         return State.REFORMING
 
-    def on_progress(self, restored: int | None) -> None:
+    def on_progress(self, restored: int | None, source: str | None = None) -> None:
         """The generation's first round: ``redone_steps`` is how far the steps reached before it
         (a lower bound after a loss: progress is reported about once a second; exact after a
         stop for growth) exceed the checkpoint it restored."""
         self.first_round_seen = True
         redone = None if restored is None else max(self.reached_at_ring - restored, 0)
         self.events.add("first_round", gen=self.gen, workers=len(self.ring["slots"]), restored_step=restored,
-                        redone_steps=redone)
+                        restored_from=source, redone_steps=redone)
 
     def on_finished(self) -> State:
         self.events.add("succeeded", role="chief", gen=self.gen)
@@ -311,7 +311,7 @@ class RingMaster(TableMachine, HeartbeatWatch):
             value = self.note_progress(progress)
             if not self.first_round_seen and not self.done and progress != self.progress_at_ring \
                     and value is not None and value.get("gen", self.gen) == self.gen:
-                self.dispatch(Event.PROGRESS, restored=value.get("restored_steps"))
+                self.dispatch(Event.PROGRESS, restored=value.get("restored_steps"), source=value.get("restored_from"))
         return self.outcome
 
     def note_progress(self, raw: bytes | None) -> dict | None:

@@ -89,6 +89,7 @@ class JobSpec:
     strategy: str = "ps"  # "ps": parameter servers + coordinator; "allreduce": MWMS ring (allreduce.py)
     gang_timeout: float = 300  # allreduce: seconds to get >= min_workers workers before failing and releasing them
     round_timeout: float = 300  # allreduce: a training process that completes no round in this long is killed (0: off)
+    commit_every_steps: int = 20  # allreduce: in-memory commit (outside the training process) this often (0: off)
 
     def validate(self) -> JobSpec:
         if self.epochs is not None and self.steps is not None:
@@ -123,6 +124,8 @@ class JobSpec:
             raise CommandError("--ps must be at least 1")
         if self.gang_timeout <= 0:
             raise CommandError(f"--gang-timeout must be positive, got {self.gang_timeout}")
+        if self.commit_every_steps < 0:
+            raise CommandError(f"--commit-every-steps must be positive (or 0: off), got {self.commit_every_steps}")
         if self.round_timeout < 0:
             raise CommandError(f"--round-timeout must be positive (or 0: off), got {self.round_timeout}")
         for name in ("checkpoint_dir", "export_dir"):  # hdfs:///x, /x and x are qualified at submit

@@ -21,6 +21,10 @@ FLAGS = [  # (flag, type, help)
     ("--round-timeout", float, "allreduce: seconds in which a training process must complete a round (or a start-up "
                                "stage); one that does not (stopped, or stuck in a collective) is killed and the "
                                "ring re-formed (default 300; 0: off)"),
+    ("--commit-every-steps", int, "allreduce: each training process commits the model, optimizer and task ledger to "
+                                  "its container (outside the process) once this many steps passed; a re-formed "
+                                  "ring restores the newest commit when it is newer than the HDFS checkpoint "
+                                  "(default 20; 0: off)"),
     ("--worker-gpus", int, "yarn.io/gpu per worker (default 0)"),
     ("--worker-memory", str, "memory per worker, e.g. 4g (default 2g)"),
     ("--worker-vcores", int, "vcores per worker (default 1)"),
