@@ -72,8 +72,8 @@ def test_preempted_worker_ring_reforms_smaller_then_grows_back(hadoop_cluster, d
     # and the preemption monitor takes back the newest container of `train`: a worker.
     epochs = 40
     commit_every = 10  # one round (2 tasks of 300 records / 32 = 10 steps): a commit after every round
-    run, proc = start_preemptible_job(hadoop_cluster, dataset, epochs, train=lambda *a, **k: _train(
-        *a, **{**k, "extra": [*k["extra"], "--commit-every-steps", str(commit_every)]}))
+    run, proc = start_preemptible_job(hadoop_cluster, dataset, epochs, train=_train,
+                                      extra=["--commit-every-steps", str(commit_every)])
     preempt_a_worker(hadoop_cluster, run, proc, alone_timeout=240)
     metrics = _metrics(run)
     assert [e["examples"] for e in metrics["epochs"]] == [2400] * epochs  # exactly once per epoch

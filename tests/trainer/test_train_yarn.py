@@ -209,15 +209,15 @@ def _hog(client, name: str, queue: str, instances: int, memory: int, gpus: int =
                                         script="sleep 600")}))
 
 
-def start_preemptible_job(hadoop_cluster, dataset, epochs: int, train=None):
+def start_preemptible_job(hadoop_cluster, dataset, epochs: int, train=None, extra=()):
     """Start (in the background) the job `preempt_a_worker` drives: 2 x 5 GB workers in `train`
     with --min-workers 1, once no container of an earlier test is left, since the sizes are
     chosen so that `urgent` must take exactly one worker. ``train`` starts it (the PS mode's
-    `_train` unless given)."""
+    `_train` unless given) with ``extra`` options."""
     _wait(lambda: _cluster_idle(hadoop_cluster.conf), 120, "the cluster's containers of earlier tests to end")
     return (train or _train)(hadoop_cluster, dataset, background=True,
                              extra=["--workers", "2", "--min-workers", "1", "--epochs", str(epochs), "--queue", "train",
-                                    "--worker-memory", "5g"])
+                                    "--worker-memory", "5g", *extra])
 
 
 def preempt_a_worker(hadoop_cluster, run, proc, alone_timeout: float = 180) -> None:
