@@ -121,8 +121,10 @@ def _skein_hello(verbose: bool, log: str | None) -> None:
         print(f"   {app_id}: {report.state} / {report.final_status}")
         if report.final_status != "SUCCEEDED":
             raise CommandError(f"the demo application {app_id} ended {report.final_status}: {report.diagnostics}")
-        hello = [line for line in application_logs(app_id).splitlines() if line.startswith("hello from YARN")]
-        print(f"   its aggregated log says: {hello[0] if hello else '(nothing)'}")
+        text = application_logs(app_id)
+        hello = [line for line in text.splitlines() if line.startswith("hello from YARN")]
+        source = "local NodeManager log (no aggregation here)" if "(local log dir " in text else "aggregated log"
+        print(f"   its {source} says: {hello[0] if hello else '(nothing)'}")
 
 
 def _hive_round_trip(rows: int) -> str:
