@@ -513,3 +513,21 @@ def test_train_on_the_secure_cluster_with_a_keytab(secure_cluster, exported_data
                 text = f.read_text()
                 assert "keytab" not in text.lower() and info["keytab"] not in text, f
 
+
+
+def test_demo_on_the_secure_cluster(secure_cluster):
+    """`tfhadoop demo --secure` on this module's secure cluster (its state dir, so no second
+    cluster and it stays up): keytab login, a Skein app whose log is read from the NodeManager's
+    local log dir (no aggregation without libhadoop), Hive table -> export -> train -> SavedModel."""
+    cluster, info = secure_cluster
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("KRB5", "HADOOP_")) and k not in ("TFHADOOP_STATE_DIR", "TFHADOOP_METASTORE_DIR")}
+    proc = subprocess.run([sys.executable, "-m", "tfhadoop", "demo", "--secure", "--state-dir", str(cluster.state_dir),
+                           "--rows", "2000", "--workers", "1"], env=env, capture_output=True, text=True, timeout=900)
+    out = proc.stdout
+    assert proc.returncode == 0, out[-3000:] + proc.stderr[-3000:] + _container_logs(cluster)[-3000:]
+    assert f"logged in as {info['principal']}" in out
+    assert "its log says: hello from YARN container container_" in out, out
+    assert "2000 rows" in out and "2000 Examples" in out
+    assert "SavedModel at hdfs://" in out and "/user/" in out
+    assert cluster.is_running()  # it was already up: the demo leaves it up
