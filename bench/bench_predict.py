@@ -37,12 +37,13 @@ def build_model(folder: str, width: int, hidden: int) -> None:
     tf_keras.Model({"x": x}, out).save(folder, save_format="tf")
 
 
-def session(cores: int):
+def session(cores: int, arrow_batch: int):
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     return (SparkSession.builder.master(f"local[{cores}]").appName("bench-predict")
             .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", str(cores * 4))
+            .config("spark.sql.execution.arrow.maxRecordsPerBatch", str(arrow_batch))
             .config("spark.driver.memory", "4g").getOrCreate())
 
 
@@ -131,6 +132,7 @@ def main() -> int:
     ap.add_argument("--cores", type=int, default=2)
     ap.add_argument("--width", type=int, default=32)
     ap.add_argument("--hidden", type=int, default=256)
+    ap.add_argument("--arrow-batch", type=int, default=10_000, help="spark.sql.execution.arrow.maxRecordsPerBatch")
     ap.add_argument("--naive-rows", type=int, default=100_000, help="rows for the slow naive UDF")
     opts = ap.parse_args()
 
@@ -140,7 +142,7 @@ def main() -> int:
 
     folder = tempfile.mkdtemp(prefix="bench-predict-model-")
     build_model(folder, opts.width, opts.hidden)
-    spark = session(opts.cores)
+    spark = session(opts.cores, opts.arrow_batch)
     parts = opts.cores * 4
     df = spark.range(0, opts.rows, numPartitions=parts).select(
         "id", F.array(*[F.rand(seed=i).cast("float") for i in range(opts.width)]).alias("x")).cache()
