@@ -1,11 +1,7 @@
-"""``Model.transform`` on a real PySpark 3.5 (the ``mapInArrow`` fallback), when a PySpark 3.5 is
-installed as a separate folder shadowing the project's PySpark 4 (the project's .venv35 has no
-TensorFlow). Create it once (~335 MB, ~30 s from a warm network):
-
-    .tools/bin/uv pip install --python .venv/bin/python --no-deps \\
-        --target /tmp/pyspark35 pyspark==3.5.7 py4j==0.10.9.7
-
-and point ``TFHADOOP_PYSPARK35_PATH`` at it (default /tmp/pyspark35)."""
+"""``Model.transform`` on a real PySpark 3.5 (the ``mapInArrow`` fallback). The project's .venv35
+(`make setup`: PySpark 3.5 for the jar's Spark 3.5 tests) has no TensorFlow, so its ``pyspark`` and
+``py4j`` packages alone are put first on the path of a child process of this venv, shadowing
+PySpark 4 (not its numpy: TensorFlow keeps this venv's)."""
 from __future__ import annotations
 
 import os
@@ -17,13 +13,23 @@ import pytest
 
 pytestmark = [pytest.mark.slow]
 
-PATH35 = os.environ.get("TFHADOOP_PYSPARK35_PATH", "/tmp/pyspark35")
+ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.skipif(not os.path.isdir(os.path.join(PATH35, "pyspark")), reason=f"no PySpark 3.5 at {PATH35}")
-def test_transform_on_pyspark_35():
+def _pyspark35(tmp_path: Path) -> Path:
+    """A folder holding only .venv35's pyspark and py4j (symlinks)."""
+    site = ROOT / ".venv35" / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
+    assert (site / "pyspark").is_dir(), f"no PySpark 3.5 in {site}: run `make setup`"
+    only = tmp_path / "pyspark35"
+    only.mkdir()
+    for name in ("pyspark", "py4j"):
+        (only / name).symlink_to(site / name)
+    return only
+
+
+def test_transform_on_pyspark_35(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK", "SPARK_HOME", "HADOOP_CONF"))}
-    env["PYTHONPATH"] = os.pathsep.join([PATH35] + [p for p in sys.path if p])
+    env["PYTHONPATH"] = os.pathsep.join([str(_pyspark35(tmp_path))] + [p for p in sys.path if p])
     proc = subprocess.run([sys.executable, str(Path(__file__).with_name("spark35_transform.py"))],
                           capture_output=True, text=True, timeout=600, env=env)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]

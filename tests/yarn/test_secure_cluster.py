@@ -531,3 +531,38 @@ def test_demo_on_the_secure_cluster(secure_cluster):
     assert "2000 rows" in out and "2000 Examples" in out
     assert "SavedModel at hdfs://" in out and "/user/" in out
     assert cluster.is_running()  # it was already up: the demo leaves it up
+
+
+def test_spark_submit_with_the_data_source_on_the_secure_yarn(secure_cluster, tmp_path):
+    """A plain `spark-submit --master yarn --principal/--keytab` job file using the `tfrecord` data
+    source (the export job file with the jar), no ticket cache: Spark logs in from the keytab, its
+    executors in the secure YARN's containers write the shards with the tokens Spark obtained."""
+    import pyspark
+
+    from tfhadoop.spark.session import tfhadoop_jar
+
+    cluster, info = secure_cluster
+    env = _env(cluster, info, None)
+    env.update(PYSPARK_PYTHON=sys.executable, PATH=str(Path(sys.executable).parent) + os.pathsep + env["PATH"])
+    csv = tmp_path / "in.csv"
+    csv.write_text("id,score\n" + "".join(f"{i},{i / 7}\n" for i in range(600)))
+    user = info["principal"].split("@")[0]
+    out = info["fs_default"] + f"/user/{user}/datasets/submitted"
+    krb = f"-Djava.security.krb5.conf={info['krb5_conf']}"
+    submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
+    job = Path(__file__).resolve().parents[2] / "spark" / "python" / "export.py"
+    started = time.time()
+    proc = subprocess.run(
+        [str(submit), "--master", "yarn", "--principal", info["principal"], "--keytab", info["keytab"],
+         "--jars", tfhadoop_jar(), "--num-executors", "1", "--executor-memory", "1g",
+         "--conf", f"spark.yarn.jars=local:{Path(pyspark.__file__).parent / 'jars'}/*",
+         "--conf", f"spark.driver.extraJavaOptions={krb}", "--conf", f"spark.executor.extraJavaOptions={krb}",
+         str(job), "--input", f"file://{csv}", "--input-format", "csv", "--output", out, "--shards", "2"],
+        env=env, capture_output=True, text=True, timeout=400)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
+    assert "exported 600 records" in proc.stdout, proc.stdout[-2000:]
+    counted, _ = _tfh(env, "records", "count", out, "--principal", info["principal"], "--keytab", info["keytab"])
+    assert counted.stdout.split()[0] == "600", counted.stdout + counted.stderr[-2000:]
+    executors = [f for f in cluster.state_dir.glob("target/**/launch_container.sh")
+                 if f.stat().st_mtime >= started and "YarnCoarseGrainedExecutorBackend" in f.read_text(errors="replace")]
+    assert executors, "no executor of the spark-submit job ran in a YARN container"
