@@ -23,13 +23,12 @@ import json
 import os
 import statistics
 import sys
-import tempfile
 import time
 
 for _k, _v in {"TF_USE_LEGACY_KERAS": "1", "GRPC_FAIL_FAST": "use_caller", "TF_CPP_MIN_LOG_LEVEL": "1"}.items():
     os.environ.setdefault(_k, _v)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_task_overhead import FEATURES, SPEC, small_model, write_shard  # noqa: E402
+from bench_task_overhead import FEATURES, SPEC, closure_bench  # noqa: E402
 
 
 def main() -> None:
@@ -42,15 +41,11 @@ def main() -> None:
     import tensorflow as tf
 
     from tfhadoop.trainer import step
-    from tfhadoop.trainer.server import in_process_ps_cluster
     from tfhadoop.trainer.tasks import EpochLedger, Task
 
-    path = os.path.join(tempfile.mkdtemp(prefix="bench-breakdown-"), "part-00000.tfrecord")
-    offsets = write_shard(path, opts.records)
-    strategy, coordinator, servers = in_process_ps_cluster()
-    model = small_model(strategy)
-    parse = step.parse_fn(SPEC, "y")
-    train_step = step.train_step_fn(model)
+    bench = closure_bench("bench-breakdown-", opts.records)
+    path, offsets, strategy, coordinator, model = bench.path, bench.offsets, bench.strategy, bench.coordinator, bench.model
+    parse, train_step = bench.parse, bench.train_step
     vec = tf.TensorSpec([None], tf.int64)
     sig = [tf.TensorSpec([None], tf.string), vec, vec, vec]
 
@@ -120,7 +115,7 @@ def main() -> None:
                      "task_args on the coordinator": round(task_args_ms, 3),
                      "ledger.record per task": round(record_ms, 4)},
         "repeat": opts.repeat, "load": os.getloadavg()[0]}), flush=True)
-    del servers
+    del bench  # the servers stop with it
     os._exit(0)
 
 

@@ -24,23 +24,20 @@ import json
 import os
 import statistics
 import sys
-import tempfile
 import time
 
 for _k, _v in {"TF_USE_LEGACY_KERAS": "1", "GRPC_FAIL_FAST": "use_caller", "TF_CPP_MIN_LOG_LEVEL": "1"}.items():
     os.environ.setdefault(_k, _v)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_task_overhead import FEATURES, SPEC, small_model, write_shard  # noqa: E402
+from bench_task_overhead import FEATURES, SPEC, closure_bench, fit_line  # noqa: E402
 
 STEPS = (1, 4, 16, 64)
 
 
 def fit(times: dict) -> tuple[float, float]:
     """(fixed ms, per-step ms) of the least-squares line through {steps: seconds}."""
-    xs, ys = list(times), [times[s] for s in times]
-    mx, my = statistics.mean(xs), statistics.mean(ys)
-    per_step = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
-    return round((my - per_step * mx) * 1e3, 2), round(per_step * 1e3, 3)
+    fixed, per_step = fit_line(times)
+    return round(fixed * 1e3, 2), round(per_step * 1e3, 3)
 
 
 def main() -> None:
@@ -54,14 +51,10 @@ def main() -> None:
     import tensorflow as tf
 
     from tfhadoop.trainer import step
-    from tfhadoop.trainer.server import in_process_ps_cluster
 
-    path = os.path.join(tempfile.mkdtemp(prefix="bench-variants-"), "part-00000.tfrecord")
-    offsets = write_shard(path, opts.records)
-    strategy, coordinator, servers = in_process_ps_cluster()
-    model = small_model(strategy)
-    parse = step.parse_fn(SPEC, "y")
-    train_step = step.train_step_fn(model)
+    bench = closure_bench("bench-variants-", opts.records)
+    path, offsets, strategy, coordinator, model = bench.path, bench.offsets, bench.strategy, bench.coordinator, bench.model
+    parse, train_step = bench.parse, bench.train_step
     b = opts.batch
     s_str, s_int = tf.TensorSpec([], tf.string), tf.TensorSpec([], tf.int64)
     sig = [s_str, s_int, s_int, s_int]
@@ -161,7 +154,7 @@ def main() -> None:
            "traces": {n: f.experimental_get_tracing_count() for n, f in fns.items()},
            "repeat": opts.repeat, "load": os.getloadavg()}
     print(json.dumps(out), flush=True)
-    del servers
+    del bench  # the servers stop with it
     os._exit(0)
 
 

@@ -60,6 +60,32 @@ def small_model(strategy):
     return model
 
 
+def fit_line(times: dict) -> tuple[float, float]:
+    """(fixed s, per-step s) of the least-squares line through {steps: seconds}: a closure's
+    fixed cost and its cost per step."""
+    xs, ys = list(times), [times[s] for s in times]
+    mx, my = statistics.mean(xs), statistics.mean(ys)
+    per_step = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+    return my - per_step * mx, per_step
+
+
+def closure_bench(prefix: str, records: int):
+    """What every closure bench starts from: a local shard of ``records`` Examples (and the byte
+    offset of each), an in-process PS + worker with their ClusterCoordinator, the small model on
+    them, and the trainer's parse function and train step for it."""
+    from types import SimpleNamespace
+
+    from tfhadoop.trainer import step
+    from tfhadoop.trainer.server import in_process_ps_cluster
+
+    path = os.path.join(tempfile.mkdtemp(prefix=prefix), "part-00000.tfrecord")
+    offsets = write_shard(path, records)
+    strategy, coordinator, servers = in_process_ps_cluster()
+    model = small_model(strategy)
+    return SimpleNamespace(path=path, offsets=offsets, strategy=strategy, coordinator=coordinator, servers=servers,
+                           model=model, parse=step.parse_fn(SPEC, "y"), train_step=step.train_step_fn(model))
+
+
 def rss_mib() -> float:
     with open("/proc/self/status") as f:
         for line in f:
@@ -78,13 +104,10 @@ def main() -> None:
 
 
     from tfhadoop.trainer import step
-    from tfhadoop.trainer.server import in_process_ps_cluster
     from tfhadoop.trainer.tasks import Task
 
-    path = os.path.join(tempfile.mkdtemp(prefix="bench-task-"), "part-00000.tfrecord")
-    offsets = write_shard(path, opts.records)
-    strategy, coordinator, servers = in_process_ps_cluster()
-    model = small_model(strategy)
+    bench = closure_bench("bench-task-", opts.records)
+    path, offsets, strategy, coordinator, model = bench.path, bench.offsets, bench.strategy, bench.coordinator, bench.model
     task_fn = step.build_task_fn(strategy, model, SPEC, "y", opts.batch, None)
 
     def task(start: int, count: int) -> Task:
@@ -106,10 +129,7 @@ def main() -> None:
             samples.append(time.perf_counter() - t0)
             assert n == count, (n, count)
         times[steps] = statistics.median(samples)
-    xs, ys = list(times), [times[s] for s in times]
-    mx, my = statistics.mean(xs), statistics.mean(ys)
-    per_step = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
-    fixed = my - per_step * mx
+    fixed, per_step = fit_line(times)
     print(json.dumps({"closure_median_ms": {s: round(t * 1e3, 2) for s, t in times.items()},
                       "task_overhead_ms": round(fixed * 1e3, 2), "per_step_ms": round(per_step * 1e3, 3)}), flush=True)
 
@@ -129,7 +149,7 @@ def main() -> None:
     print(json.dumps({"small_tasks": opts.tasks, "examples": done, "tasks_per_s": round(opts.tasks / dt, 1),
                       "rss_mib_after_10pct": round(rss0, 1), "rss_mib_end": round(rss_mib(), 1),
                       "traces": task_fn.tracing_count()}), flush=True)
-    del servers
+    del bench  # the servers stop with it
     sys.stdout.flush()
     os._exit(0)
 
