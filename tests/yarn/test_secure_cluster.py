@@ -557,9 +557,15 @@ def test_spark_submit_with_the_data_source_on_the_secure_yarn(secure_cluster, tm
          "--jars", tfhadoop_jar(), "--num-executors", "1", "--executor-memory", "1g",
          "--conf", f"spark.yarn.jars=local:{Path(pyspark.__file__).parent / 'jars'}/*",
          "--conf", f"spark.driver.extraJavaOptions={krb}", "--conf", f"spark.executor.extraJavaOptions={krb}",
+         # Spark 4's driver attaches its UI handlers (SparkUI.attachAllHandlers, unsynchronized) right
+         # as the AM's AmIpFilter arrives on an RPC thread; when the two overlap, jetty fails the
+         # SparkContext (seen once in CI: the AM had not registered, uptime 8 s). Not what this test is
+         # about: no UI, no filter, no race.
+         "--conf", "spark.ui.enabled=false",
          str(job), "--input", f"file://{csv}", "--input-format", "csv", "--output", out, "--shards", "2"],
         env=env, capture_output=True, text=True, timeout=400)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
+    causes = [line for line in (proc.stdout + proc.stderr).splitlines() if "Exception" in line or "Caused by" in line]
+    assert proc.returncode == 0, "\n".join(causes[:20]) + "\n...\n" + proc.stdout[-2000:] + proc.stderr[-3000:]
     assert "exported 600 records" in proc.stdout, proc.stdout[-2000:]
     counted, _ = _tfh(env, "records", "count", out, "--principal", info["principal"], "--keytab", info["keytab"])
     assert counted.stdout.split()[0] == "600", counted.stdout + counted.stderr[-2000:]

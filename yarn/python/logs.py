@@ -16,6 +16,8 @@ import shutil
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 from tfhadoop import hadoop
@@ -39,6 +41,10 @@ def application_logs(app_id: str, container_id: str | None = None, wait: float =
     if container_id:
         cmd += ["-containerId", container_id]
     deadline = time.monotonic() + wait
+    # Each NodeManager uploads its containers' logs on its own; `yarn logs` prints whatever has
+    # arrived, so reading before the RM says aggregation is over can miss a whole node's containers.
+    while aggregation_status(app_id) in _AGGREGATION_PENDING and time.monotonic() < deadline:
+        time.sleep(1)
     while True:
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
         if proc.returncode == 0 and "LogContents:" in proc.stdout:
@@ -47,6 +53,21 @@ def application_logs(app_id: str, container_id: str | None = None, wait: float =
             raise CommandError(f"no aggregated logs for {app_id} after {wait:.0f} s: "
                                f"{(proc.stderr or proc.stdout).strip().splitlines()[-1:] or ['(no output)']}")
         time.sleep(2)
+
+
+# YARN's LogAggregationStatus values before every NodeManager has reported its upload.
+_AGGREGATION_PENDING = ("NOT_START", "RUNNING", "RUNNING_WITH_FAILURE")
+
+
+def aggregation_status(app_id: str) -> str | None:
+    """The RM's log aggregation status of ``app_id`` (SUCCEEDED, RUNNING, ...), or None where the RM's
+    REST API cannot say (no such field, or an RM web UI behind SPNEGO)."""
+    try:
+        url = f"{hadoop.load_conf().rm_webapp_url}/ws/v1/cluster/apps/{app_id}"
+        with urllib.request.urlopen(url, timeout=10) as resp:
+            return json.load(resp)["app"].get("logAggregationStatus")
+    except (OSError, KeyError, ValueError, urllib.error.URLError, CommandError):
+        return None
 
 
 def _secure_embedded_state_dir() -> Path | None:
