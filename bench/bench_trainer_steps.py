@@ -1,6 +1,6 @@
 """Trainer step throughput (issue 19): `tfhadoop train` against tf-keras `model.fit` under
 ParameterServerStrategy with ``steps_per_execution`` 1 and 16, 1 and 2 workers, and a wide model
-(~1M parameters, batch 512) against single-process `model.fit`; same data (bench_trainer_peers'
+(~1M parameters, batch 512) against single-process `model.fit` and PSS `model.fit`; same data (bench_trainer_peers'
 uncompressed indexed shards, 16 float features) in one run. Also prints the task closure's fixed
 cost (bench_task_overhead.py) and the TensorFlow error lines it logged.
 
@@ -116,6 +116,10 @@ def main() -> int:
     row("b1", "fit, PSS 1 PS + 2 workers, steps_per_execution=1", lambda: fit_row("b", args, 2, 1, b, "model"))
     row("b16", "fit, PSS 1 PS + 2 workers, steps_per_execution=16", lambda: fit_row("b", args, 2, 16, b, "model"))
     row("wa", f"wide model, fit, 1 process, batch {wb}", lambda: fit_row("a", args, 1, 16, wb, "wide_model"))
+    # The best-configured peer with the wide model: what parameter-server training on this host
+    # costs anyone (variables from the PS, gradients back, per step), whoever drives it.
+    row("wb16", f"wide model, fit, PSS 1 PS + 2 workers, spe=16, batch {wb}",
+        lambda: fit_row("b", args, 2, 16, wb, "wide_model"))
     if not {"c1", "c2", "wc2"} <= skip:
         from benchcluster import bench_cluster
 
@@ -134,7 +138,8 @@ def main() -> int:
     print(f"{'run':<62} {'steady ex/s':>12} {'wall s':>8} {'last loss':>10}")
     for k, r in rows.items():
         print(f"{k + ' ' + names[k]:<62} {r['steady']:>12.0f} {r['wall_s']:>8.1f} {r['loss']:>10.4f}")
-    for num, den, target in (("c2", "b16", 1.0), ("c2", "b1", None), ("c2", "c1", 1.6), ("wc2", "wa", 0.8)):
+    for num, den, target in (("c2", "b16", 1.0), ("c2", "b1", None), ("c2", "c1", 1.6), ("wc2", "wa", 0.8), ("wb16", "wa", None),
+                              ("wc2", "wb16", None)):
         if num in rows and den in rows:
             ratio = rows[num]["steady"] / rows[den]["steady"]
             print(f"{num}/{den}: {ratio:.2f}" + (f" (target >= {target})" if target else ""))

@@ -29,10 +29,14 @@ rules (:mod:`tfhadoop.connectors.dataset`).
 """
 from __future__ import annotations
 
+import array
+import sys
+
 import pyarrow as pa
 
 from tfhadoop.connectors import example as _ex
 from tfhadoop.connectors.dataset import BYTES, arrow_kind, arrow_type, is_feature_list
+from tfhadoop.connectors.tfrecord import frame_records
 
 __all__ = [
     "read_table",
@@ -794,6 +798,18 @@ def table_to_examples(data, record_type: str = "Example", deterministic: bool = 
     scalars become one-value lists; a null inside a list is an error (a Feature cannot hold it).
     For SequenceExample, list-of-list columns become feature lists, the others context features.
     ``deterministic`` writes features sorted by name (protobuf's deterministic serialization)."""
+    for records in _encoded_batches(data, record_type, deterministic, native, framed=False):
+        yield from records
+
+
+def table_to_framed(data, record_type: str = "Example", deterministic: bool = False, native=None):
+    """Yield ``(framed, starts)`` per batch of rows: the records of ``table_to_examples`` already
+    framed as TFRecords in one buffer, and each record's offset in it, for
+    ``TFRecordWriter.write_framed`` (framing record by record in Python costs more than encoding)."""
+    yield from _encoded_batches(data, record_type, deterministic, native, framed=True)
+
+
+def _encoded_batches(data, record_type: str, deterministic: bool, native, framed: bool):
     if isinstance(data, pa.RecordBatch):
         data = pa.Table.from_batches([data])
     seq = record_type == "SequenceExample"
@@ -802,18 +818,27 @@ def table_to_examples(data, record_type: str = "Example", deterministic: bool = 
             raise TypeError(f"column {field.name!r} ({field.type}) is a list of lists: write it as SequenceExample")
     mod = _use_native(native)
     for batch in data.to_batches(max_chunksize=8192):
-        if mod is not None:
-            batch = _encodable(batch)
-            names = batch.schema.names
-            order = sorted(range(len(names)), key=lambda i: names[i].encode("utf-8")) if deterministic else list(range(len(names)))
-            fl = [seq and _is_list(f.type) and _is_list(f.type.value_type) for f in batch.schema]
-            s, a = batch.__arrow_c_array__()
-            try:
-                yield from mod.encode(s, a, fl, order, seq)
-            except TypeError as exc:
-                raise TypeError(f"{exc} (int, float, bool, string, binary and lists of them)") from None
+        if mod is None:
+            records = list(_pure_encode(batch, seq, deterministic))
+            yield frame_records(records) if framed else records
             continue
-        yield from _pure_encode(batch, seq, deterministic)
+        batch = _encodable(batch)
+        names = batch.schema.names
+        order = sorted(range(len(names)), key=lambda i: names[i].encode("utf-8")) if deterministic else list(range(len(names)))
+        fl = [seq and _is_list(f.type) and _is_list(f.type.value_type) for f in batch.schema]
+        s, a = batch.__arrow_c_array__()
+        try:
+            if not framed:
+                yield mod.encode(s, a, fl, order, seq)
+                continue
+            buf, starts = mod.encode_framed(s, a, fl, order, seq)
+        except TypeError as exc:
+            raise TypeError(f"{exc} (int, float, bool, string, binary and lists of them)") from None
+        offsets = array.array("Q")
+        offsets.frombytes(starts)
+        if sys.byteorder == "big":  # the native side writes them little-endian
+            offsets.byteswap()
+        yield buf, offsets
 
 
 def _encodable(batch: pa.RecordBatch) -> pa.RecordBatch:

@@ -620,8 +620,8 @@ def _from_parquet(args) -> int:
             current = args.paths[0]
             for current, src in zip(args.paths, sources):  # noqa: B007 - named in errors
                 for batch in src.iter_batches(batch_size=args.batch_rows):
-                    for rec in ar.table_to_examples(batch, args.record_type):
-                        writer.write(rec)
+                    for framed, starts in ar.table_to_framed(batch, args.record_type):
+                        writer.write_framed(framed, starts)
                     rows += batch.num_rows
                     progress.update(batch.num_rows)
         _publish(tmp, args.output)

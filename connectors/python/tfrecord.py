@@ -16,6 +16,8 @@ Each damaged stretch counts as one skipped record; skipped bytes are counted exa
 """
 from __future__ import annotations
 
+import bisect
+import io
 import os
 import struct
 from dataclasses import dataclass, field
@@ -406,6 +408,26 @@ class TFRecordWriter:
             self.write(r)
         return self.records
 
+    def write_framed(self, framed, starts) -> None:
+        """Records framed already (``frame_records``, or the native encoder's ``table_to_framed``):
+        ``framed`` holds them back to back, ``starts`` each one's offset in it. The same bytes and
+        the same boundary index as ``write`` of each record, in one call."""
+        n = len(starts)
+        if not n:
+            return
+        at = self.offset
+        if self._index is not None:
+            idx, i = self._index, 0
+            while (i := bisect.bisect_left(starts, idx._last + idx.interval - at, i)) < n:
+                idx.before_record(self.records + i, at + starts[i])
+                i += 1
+        if self._buf:
+            self._sink.write(self._buf)
+            self._buf.clear()
+        self._sink.write(framed)
+        self.offset = at + len(framed)
+        self.records += n
+
     def flush(self) -> None:
         if self._buf:
             self._sink.write(self._buf)
@@ -429,6 +451,15 @@ class TFRecordWriter:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def frame_records(records) -> tuple[bytes, list[int]]:
+    """``records`` framed as TFRecords back to back, and each one's offset in the result."""
+    out = io.BytesIO()
+    writer = TFRecordWriter(out, "NONE", index_interval=0)
+    starts = [writer.write(r) for r in records]
+    writer.flush()
+    return out.getvalue(), starts
 
 
 def write_records(path, records, compression: str | None = None, **kw) -> int:

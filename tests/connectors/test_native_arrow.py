@@ -8,7 +8,7 @@ import random
 import numpy as np
 import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tfhadoop.connectors import arrow as ar
@@ -169,6 +169,35 @@ def test_arrow_example_arrow_round_trip_and_bytes_equal_pure(table):
     pure = list(ar.table_to_examples(table, deterministic=True, native=False))
     assert nat == pure
     assert ar.examples_to_table(nat, table.schema).equals(table.combine_chunks())
+
+
+@SETTINGS
+@given(tables(), st.integers(1, 300))
+@example(pa.table({"c": pa.array(range(100), pa.int64())}), 16 + 14)  # every record starts on an index step
+@example(pa.table({"c": pa.array(range(100), pa.int64())}), 2 * (16 + 14))
+def test_framed_batches_write_the_same_file_and_index_as_record_by_record(table, interval):
+    """from-parquet writes whole batches the native encoder framed: byte for byte what writing each
+    record does, with the same boundary-index entries, native and pure."""
+    import tempfile
+
+    from tfhadoop.connectors.splits import sidecar_path
+    from tfhadoop.connectors.tfrecord import TFRecordWriter
+
+    with tempfile.TemporaryDirectory() as d:
+        for native_ in (None, False):
+            files = []
+            for framed in (False, True):
+                path = os.path.join(d, f"{native_}-{framed}.tfrecord")
+                with TFRecordWriter(path, index_interval=interval) as w:
+                    w.write(b"a record before the batches")
+                    if framed:
+                        for buf, starts in ar.table_to_framed(table, native=native_):
+                            w.write_framed(buf, starts)
+                    else:
+                        w.write_all(ar.table_to_examples(table, native=native_))
+                    w.write(b"and one after")
+                files.append((open(path, "rb").read(), open(sidecar_path(path), "rb").read()))
+            assert files[1] == files[0]
 
 
 def test_sequence_round_trip_bytes_equal_pure():

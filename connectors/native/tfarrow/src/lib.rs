@@ -202,9 +202,28 @@ fn message(e: decode::DErr, rec: usize, sequence: bool) -> (String, bool) {
     }
 }
 
-/// Serialized records, one per row of a record batch given as its C data interface capsules.
+/// The encoder's columns for a record batch given as its C data interface capsules.
 /// `feature_lists[i]`: column i is a SequenceExample feature list. `order`: column indexes in
 /// the order their features are written.
+fn encoder_columns<'a>(
+    s: &'a Schema,
+    array: &'a Bound<'_, PyCapsule>,
+    feature_lists: &[bool],
+    order: &[usize],
+) -> PyResult<(Vec<enc::Column<'a>>, usize)> {
+    let arr = unsafe { &*capsule_ptr::<FFI_ArrowArray>(array, "arrow_array")? };
+    if arr.is_released() {
+        return Err(PyValueError::new_err("the Arrow array was already released"));
+    }
+    let mut cols = Vec::new();
+    for &i in order {
+        let f = &s.fields()[i];
+        cols.push(enc::Column::new(f.name(), f.data_type(), arr.child(i), feature_lists[i], arr.offset()).map_err(PyTypeError::new_err)?);
+    }
+    Ok((cols, arr.len()))
+}
+
+/// Serialized records, one per row of a record batch (see `encoder_columns`).
 #[pyfunction]
 #[pyo3(signature = (schema, array, feature_lists, order, sequence=false))]
 fn encode<'py>(
@@ -216,16 +235,7 @@ fn encode<'py>(
     sequence: bool,
 ) -> PyResult<Bound<'py, PyList>> {
     let s = import_schema(schema)?;
-    let arr = unsafe { &*capsule_ptr::<FFI_ArrowArray>(array, "arrow_array")? };
-    if arr.is_released() {
-        return Err(PyValueError::new_err("the Arrow array was already released"));
-    }
-    let mut cols = Vec::new();
-    for &i in &order {
-        let f = &s.fields()[i];
-        cols.push(enc::Column::new(f.name(), f.data_type(), arr.child(i), feature_lists[i], arr.offset()).map_err(PyTypeError::new_err)?);
-    }
-    let rows = arr.len();
+    let (cols, rows) = encoder_columns(&s, array, &feature_lists, &order)?;
     let out = PyList::empty(py);
     let mut err = None;
     enc::encode_rows(&cols, rows, sequence, &mut |rec| {
@@ -240,6 +250,35 @@ fn encode<'py>(
         return Err(e);
     }
     Ok(out)
+}
+
+/// The same records already framed as TFRecords (length, masked CRC32C of the length, data,
+/// masked CRC32C of the data), in one buffer, and each record's start in it (little-endian u64s):
+/// a writer takes a whole batch in one call instead of framing record by record in Python.
+#[pyfunction]
+#[pyo3(signature = (schema, array, feature_lists, order, sequence=false))]
+fn encode_framed<'py>(
+    py: Python<'py>,
+    schema: &Bound<'py, PyCapsule>,
+    array: &Bound<'py, PyCapsule>,
+    feature_lists: Vec<bool>,
+    order: Vec<usize>,
+    sequence: bool,
+) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+    let s = import_schema(schema)?;
+    let (cols, rows) = encoder_columns(&s, array, &feature_lists, &order)?;
+    let mut framed = Vec::new();
+    let mut starts = Vec::with_capacity(rows * 8);
+    enc::encode_rows(&cols, rows, sequence, &mut |rec| {
+        starts.extend_from_slice(&(framed.len() as u64).to_le_bytes());
+        let len = (rec.len() as u64).to_le_bytes();
+        framed.extend_from_slice(&len);
+        framed.extend_from_slice(&crc::masked(&len).to_le_bytes());
+        framed.extend_from_slice(rec);
+        framed.extend_from_slice(&crc::masked(rec).to_le_bytes());
+    })
+    .map_err(PyValueError::new_err)?;
+    Ok((PyBytes::new(py, &framed), PyBytes::new(py, &starts)))
 }
 
 /// Decode without keeping anything (for fuzzing): None when the bytes parse, else the message.
@@ -258,6 +297,7 @@ fn check(data: &[u8], sequence: bool) -> Option<String> {
 fn _tfarrow(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Decoder>()?;
     m.add_function(wrap_pyfunction!(encode, m)?)?;
+    m.add_function(wrap_pyfunction!(encode_framed, m)?)?;
     m.add_function(wrap_pyfunction!(check, m)?)?;
     m.add("DecodeError", m.py().get_type::<DecodeError>())?;
     Ok(())
