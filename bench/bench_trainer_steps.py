@@ -36,6 +36,14 @@ def task_overhead() -> dict:
     return {**rows[0], **rows[1], "failed_to_clear_lines": out.stderr.count("Failed to clear function handle cache")}
 
 
+def host_cpu() -> tuple[int, int]:
+    """(busy, total) jiffies of all the host's cores so far, from /proc/stat."""
+    with open("/proc/stat") as f:
+        ticks = [int(x) for x in f.readline().split()[1:]]
+    idle = ticks[3] + ticks[4]  # idle + iowait
+    return sum(ticks) - idle, sum(ticks)
+
+
 def fit_row(kind: str, args, workers: int, spe: int, batch: int, model: str) -> dict:
     """(a) one process or (b) ParameterServerStrategy with ``workers``, via bench_trainer_peers' children."""
     ns = SimpleNamespace(folder=args.folder, records=args.records, epochs=args.epochs, batch_size=batch,
@@ -106,7 +114,12 @@ def main() -> int:
         if key in skip:
             return
         names[key] = name
+        busy0, total0 = host_cpu()
         rows[key] = fn()
+        busy1, total1 = host_cpu()
+        # How much of the host's cores the row kept busy (its processes, the cluster's daemons and
+        # anything else): a row near 1.0 has no core left for another worker to use.
+        rows[key]["host_cpu_busy"] = round((busy1 - busy0) / max(total1 - total0, 1), 3)
         print(key, name, json.dumps(rows[key]), f"load {os.getloadavg()[0]:.1f}", flush=True)
 
     if "overhead" not in skip:
@@ -135,9 +148,10 @@ def main() -> int:
                 lambda: train_row(args, base, 2, wb, "wide_model", spe))
             hdfs.delete(base)
     print(f"\nload after: {os.getloadavg()}")
-    print(f"{'run':<62} {'steady ex/s':>12} {'wall s':>8} {'last loss':>10}")
+    print(f"{'run':<62} {'steady ex/s':>12} {'wall s':>8} {'last loss':>10} {'host busy':>10}")
     for k, r in rows.items():
-        print(f"{k + ' ' + names[k]:<62} {r['steady']:>12.0f} {r['wall_s']:>8.1f} {r['loss']:>10.4f}")
+        print(f"{k + ' ' + names[k]:<62} {r['steady']:>12.0f} {r['wall_s']:>8.1f} {r['loss']:>10.4f} "
+              f"{r['host_cpu_busy']:>10.0%}")
     for num, den, target in (("c2", "b16", 1.0), ("c2", "b1", None), ("c2", "c1", 1.6), ("wc2", "wa", 0.8), ("wb16", "wa", None),
                               ("wc2", "wb16", None)):
         if num in rows and den in rows:

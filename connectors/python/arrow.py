@@ -831,7 +831,7 @@ def _encoded_batches(data, record_type: str, deterministic: bool, native, framed
             if not framed:
                 yield mod.encode(s, a, fl, order, seq)
                 continue
-            buf, starts = mod.encode_framed(s, a, fl, order, seq)
+            buf, starts = mod.encode(s, a, fl, order, seq, True)
         except TypeError as exc:
             raise TypeError(f"{exc} (int, float, bool, string, binary and lists of them)") from None
         offsets = array.array("Q")

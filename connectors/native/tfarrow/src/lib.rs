@@ -15,7 +15,7 @@ use arrow_schema::{DataType, Schema};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyCapsule, PyList};
+use pyo3::types::{PyBytes, PyCapsule, PyList, PyTuple};
 
 create_exception!(_tfarrow, DecodeError, PyValueError, "args: (message, record index, malformed: bool)");
 
@@ -223,9 +223,12 @@ fn encoder_columns<'a>(
     Ok((cols, arr.len()))
 }
 
-/// Serialized records, one per row of a record batch (see `encoder_columns`).
+/// Serialized records, one per row of a record batch (see `encoder_columns`): a list of bytes, or
+/// with `framed` the records already framed as TFRecords (length, masked CRC32C of the length,
+/// data, masked CRC32C of the data) in one buffer plus each record's start in it (little-endian
+/// u64s), so a writer takes a whole batch in one call instead of framing record by record in Python.
 #[pyfunction]
-#[pyo3(signature = (schema, array, feature_lists, order, sequence=false))]
+#[pyo3(signature = (schema, array, feature_lists, order, sequence=false, framed=false))]
 fn encode<'py>(
     py: Python<'py>,
     schema: &Bound<'py, PyCapsule>,
@@ -233,9 +236,24 @@ fn encode<'py>(
     feature_lists: Vec<bool>,
     order: Vec<usize>,
     sequence: bool,
-) -> PyResult<Bound<'py, PyList>> {
+    framed: bool,
+) -> PyResult<Bound<'py, PyAny>> {
     let s = import_schema(schema)?;
     let (cols, rows) = encoder_columns(&s, array, &feature_lists, &order)?;
+    if framed {
+        let mut buf = Vec::new();
+        let mut starts = Vec::with_capacity(rows * 8);
+        enc::encode_rows(&cols, rows, sequence, &mut |rec| {
+            starts.extend_from_slice(&(buf.len() as u64).to_le_bytes());
+            let len = (rec.len() as u64).to_le_bytes();
+            buf.extend_from_slice(&len);
+            buf.extend_from_slice(&crc::masked(&len).to_le_bytes());
+            buf.extend_from_slice(rec);
+            buf.extend_from_slice(&crc::masked(rec).to_le_bytes());
+        })
+        .map_err(PyValueError::new_err)?;
+        return Ok(PyTuple::new(py, [PyBytes::new(py, &buf), PyBytes::new(py, &starts)])?.into_any());
+    }
     let out = PyList::empty(py);
     let mut err = None;
     enc::encode_rows(&cols, rows, sequence, &mut |rec| {
@@ -246,39 +264,10 @@ fn encode<'py>(
         }
     })
     .map_err(PyValueError::new_err)?;
-    if let Some(e) = err {
-        return Err(e);
+    match err {
+        Some(e) => Err(e),
+        None => Ok(out.into_any()),
     }
-    Ok(out)
-}
-
-/// The same records already framed as TFRecords (length, masked CRC32C of the length, data,
-/// masked CRC32C of the data), in one buffer, and each record's start in it (little-endian u64s):
-/// a writer takes a whole batch in one call instead of framing record by record in Python.
-#[pyfunction]
-#[pyo3(signature = (schema, array, feature_lists, order, sequence=false))]
-fn encode_framed<'py>(
-    py: Python<'py>,
-    schema: &Bound<'py, PyCapsule>,
-    array: &Bound<'py, PyCapsule>,
-    feature_lists: Vec<bool>,
-    order: Vec<usize>,
-    sequence: bool,
-) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
-    let s = import_schema(schema)?;
-    let (cols, rows) = encoder_columns(&s, array, &feature_lists, &order)?;
-    let mut framed = Vec::new();
-    let mut starts = Vec::with_capacity(rows * 8);
-    enc::encode_rows(&cols, rows, sequence, &mut |rec| {
-        starts.extend_from_slice(&(framed.len() as u64).to_le_bytes());
-        let len = (rec.len() as u64).to_le_bytes();
-        framed.extend_from_slice(&len);
-        framed.extend_from_slice(&crc::masked(&len).to_le_bytes());
-        framed.extend_from_slice(rec);
-        framed.extend_from_slice(&crc::masked(rec).to_le_bytes());
-    })
-    .map_err(PyValueError::new_err)?;
-    Ok((PyBytes::new(py, &framed), PyBytes::new(py, &starts)))
 }
 
 /// Decode without keeping anything (for fuzzing): None when the bytes parse, else the message.
@@ -297,7 +286,6 @@ fn check(data: &[u8], sequence: bool) -> Option<String> {
 fn _tfarrow(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Decoder>()?;
     m.add_function(wrap_pyfunction!(encode, m)?)?;
-    m.add_function(wrap_pyfunction!(encode_framed, m)?)?;
     m.add_function(wrap_pyfunction!(check, m)?)?;
     m.add("DecodeError", m.py().get_type::<DecodeError>())?;
     Ok(())
