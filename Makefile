@@ -7,12 +7,12 @@ SBT := tools/sbt
 JVM_SOURCES := $(shell find connectors spark yarn -path '*/target' -prune -o \( -name '*.java' -o -name '*.scala' -o -path '*/resources/*' \) -print 2>/dev/null)
 PYTEST_ARGS ?=
 
-.PHONY: help setup venv jars native lint test test-jvm test-python test-fast demo demo-secure bench clean cluster-up cluster-down
+.PHONY: help setup venv jars native lint test test-jvm test-native test-python test-fast demo demo-secure bench clean cluster-up cluster-down
 
 help:
 	@echo "make demo        bring the embedded cluster up, run the main job end to end, tear down"
 	@echo "make demo-secure the same on the Kerberized embedded cluster (cluster up --secure)"
-	@echo "make test        JVM unit tests + the whole Python suite against the embedded cluster"
+	@echo "make test        JVM and native unit tests + the whole Python suite against the embedded cluster"
 	@echo "make test-fast   the suite without tests marked slow"
 	@echo "make setup       venvs (.venv: pyspark 4.3 + TF; .venv35: pyspark 3.5), jars/, Hadoop artifacts"
 	@echo "make lint        ruff over every Python file (part of make test)"
@@ -50,10 +50,14 @@ jars/.ok: build.sbt project/build.properties project/repositories $(JVM_SOURCES)
 	$(SBT) cluster/writeClusterClasspath tfhadoop/copyJar
 	@touch $@
 
-test: setup lint test-jvm test-python
+test: setup lint test-jvm test-native test-python
 
 test-jvm: jars
 	$(SBT) test
+
+# The native crates' own unit tests (error-code mapping, retry policy, token parsing).
+test-native:
+	cargo test --release --workspace --quiet
 
 # pytest exits 5 when it collected nothing: that is a broken suite, not a pass.
 test-python: setup

@@ -89,6 +89,15 @@ fn patient() -> bool {
     std::env::var(PATIENT_ENV).is_ok_and(|v| v == "1")
 }
 
+/// The waits between retries of a read that HDFS could not serve (Unavailable): none for
+/// ordinary users (they get the error in seconds), and in the patient roles an exponential
+/// backoff from 0.5 s to 8 s over about as long as hdfs-native waits for a NameNode (~170 s).
+pub fn read_retry_delays() -> impl Iterator<Item = std::time::Duration> {
+    let waits: &[u64] = if patient() { &[500, 1000, 2000, 4000, 8000] } else { &[] };
+    let tail = if patient() { 19 } else { 0 };
+    waits.iter().copied().chain(std::iter::repeat_n(8000, tail)).map(std::time::Duration::from_millis)
+}
+
 /// Set by tfhadoop.tfhdfs to the embedded cluster's conf dir when HADOOP_CONF_DIR is unset (so
 /// the rest of the process still sees "no HADOOP_CONF_DIR" = embedded cluster).
 const PLUGIN_CONF_DIR: &str = "TFHADOOP_HDFS_CONF_DIR";
@@ -189,6 +198,16 @@ mod tests {
         assert_eq!(clean("hdfs://nn:8020//a/./b/../c/"), "hdfs://nn:8020/a/c");
         assert_eq!(clean("hdfs:///x//y"), "hdfs:///x/y");
         assert_eq!(clean("hdfs://nn"), "hdfs://nn/");
+    }
+
+    #[test]
+    fn reads_are_retried_only_in_patient_roles() {
+        std::env::remove_var(PATIENT_ENV);
+        assert_eq!(read_retry_delays().count(), 0);
+        std::env::set_var(PATIENT_ENV, "1");
+        let total: u64 = read_retry_delays().map(|d| d.as_millis() as u64).sum();
+        std::env::remove_var(PATIENT_ENV);
+        assert!((150_000..=200_000).contains(&total), "{total}");
     }
 
     #[test]

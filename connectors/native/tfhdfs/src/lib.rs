@@ -13,7 +13,7 @@ mod tokens;
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::Mutex;
+use std::sync::{Mutex, RwLock};
 
 use bytes::Bytes;
 use futures::stream::{BoxStream, StreamExt};
@@ -96,19 +96,52 @@ struct Sequential {
 
 struct Reader {
     uri: String,
-    file: FileReader,
+    target: Target,
+    /// Replaced by a fresh open when a read is retried: new block locations from the NameNode and
+    /// a new dead-DataNode set (hdfs-native never retries a DataNode a reader once marked dead).
+    file: RwLock<FileReader>,
     len: u64,
     /// The open stream, and where the last direct read ended (a read starting there opens one).
     seq: Mutex<(Option<Sequential>, u64)>,
 }
 
 impl Reader {
+    fn open(t: Target) -> Result<Reader> {
+        let reader = block_on(t.client.read(&t.path)).map_err(|e| Error::hdfs("open for read", &t.uri, &e))?;
+        let len = reader.file_length() as u64;
+        Ok(Reader { uri: t.uri.clone(), target: t, file: RwLock::new(reader), len, seq: Mutex::new((None, u64::MAX)) })
+    }
+
+    /// A read, retried through an HDFS outage in the patient roles (hdfs::read_retry_delays):
+    /// a NameNode restart leaves blocks without locations until the DataNodes report again, and
+    /// a DataNode that refused a read once is never asked again by the same hdfs-native reader,
+    /// so each retry reopens the file. The NameNode's own calls already wait (hdfs-native).
+    fn read(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        let mut delays = hdfs::read_retry_delays();
+        loop {
+            let err = match self.read_once(offset, buf) {
+                Ok(()) => return Ok(()),
+                Err(e) => e,
+            };
+            let Some(delay) = delays.next().filter(|_| err.code == code::UNAVAILABLE) else {
+                return Err(err);
+            };
+            eprintln!("tfhdfs: {} (retrying in {:.1} s)", err.msg, delay.as_secs_f64());
+            std::thread::sleep(delay);
+            self.seq.lock().unwrap_or_else(|p| p.into_inner()).0 = None;
+            if let Ok(fresh) = block_on(self.target.client.read(&self.target.path)) {
+                *self.file.write().unwrap_or_else(|p| p.into_inner()) = fresh;
+            }
+        }
+    }
+
     fn direct(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
-        block_on(self.file.read_range_buf(buf, offset as usize))
+        let file = self.file.read().unwrap_or_else(|p| p.into_inner());
+        block_on(file.read_range_buf(buf, offset as usize))
             .map_err(|e| Error::hdfs(&format!("read at offset {offset}"), &self.uri, &e))
     }
 
-    fn read(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+    fn read_once(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
         let Ok(mut guard) = self.seq.try_lock() else {
             return self.direct(offset, buf);
         };
@@ -120,7 +153,8 @@ impl Reader {
                 drop(guard);
                 return self.direct(offset, buf);
             }
-            let stream = self.file.read_range_stream(offset as usize, (self.len - offset) as usize).boxed();
+            let file = self.file.read().unwrap_or_else(|p| p.into_inner());
+            let stream = file.read_range_stream(offset as usize, (self.len - offset) as usize).boxed();
             *seq = Some(Sequential { pos: offset, stream, pending: Bytes::new() });
         }
         let s = seq.as_mut().unwrap();
@@ -309,9 +343,7 @@ unsafe extern "C" fn fs_new_random_access_file(
     let uri = string(path);
     run(status, (), || {
         let t = target(&uri)?;
-        let reader = block_on(t.client.read(&t.path)).map_err(|e| Error::hdfs("open for read", &uri, &e))?;
-        let len = reader.file_length() as u64;
-        let r = Reader { uri: uri.clone(), file: reader, len, seq: Mutex::new((None, u64::MAX)) };
+        let r = Reader::open(t)?;
         (*file).plugin_file = Box::into_raw(Box::new(r)) as *mut c_void;
         Ok(())
     })

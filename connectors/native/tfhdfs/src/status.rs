@@ -113,7 +113,9 @@ pub fn code_of(e: &HdfsError) -> i32 {
         HdfsError::RPCError(class, _) | HdfsError::FatalRPCError(class, _) => code_of_java(class),
         // Socket errors: the NameNode or a DataNode cannot be reached (after the bounded retry).
         HdfsError::IOError(io) if io.kind() != ErrorKind::InvalidData => code::UNAVAILABLE,
-        HdfsError::BlocksNotFound(_) => code::UNAVAILABLE,
+        // No DataNode could serve a block (all refused, or none known: a restarted NameNode
+        // before the DataNodes report): an outage, not bad data.
+        HdfsError::BlocksNotFound(_) | HdfsError::DataTransferError(_) => code::UNAVAILABLE,
         HdfsError::ChecksumError => code::DATA_LOSS,
         HdfsError::InvalidPath(_) | HdfsError::InvalidArgument(_) | HdfsError::UrlParseError(_) => {
             code::INVALID_ARGUMENT
@@ -153,6 +155,7 @@ mod tests {
         assert_eq!(code_of(&HdfsError::AlreadyExists("x".into())), code::ALREADY_EXISTS);
         let refused = std::io::Error::from(ErrorKind::ConnectionRefused);
         assert_eq!(code_of(&HdfsError::IOError(refused)), code::UNAVAILABLE);
+        assert_eq!(code_of(&HdfsError::DataTransferError("All DataNodes failed: []".into())), code::UNAVAILABLE);
     }
 
     #[test]
