@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import json
 import os
 import socket
 import subprocess
@@ -332,3 +333,65 @@ def test_missing_library_says_run_make_native(base, tmp_path, monkeypatch):
     monkeypatch.setattr(tfhdfs, "_registered", False)
     with pytest.raises(ImportError, match="run `make native`"):
         tfhdfs.register()
+
+
+_READ_THROUGH_RESTART = """
+import json, os, sys, threading, time
+import tensorflow as tf, tfhadoop.tfhdfs  # noqa: F401
+paths, records, until = sys.argv[1:-2], int(sys.argv[-2]), float(sys.argv[-1])
+passes, errors = [], []
+def reader(path):  # a fresh open per pass, as a worker's task does
+    while time.time() < until:
+        try:
+            n = sum(1 for _ in tf.data.TFRecordDataset(path))
+            passes.append((time.time(), n))
+        except Exception as e:  # noqa: BLE001
+            errors.append(f"{type(e).__name__}: {str(e)[:400]}")
+            return
+threads = [threading.Thread(target=reader, args=(p,)) for p in paths * 3]
+[t.start() for t in threads]
+[t.join() for t in threads]
+print(json.dumps([len(passes), sorted({n for _, n in passes}), max([t for t, _ in passes] or [0]), errors[:3]]))
+"""
+
+
+@pytest.mark.slow
+def test_patient_readers_ride_out_a_namenode_restart(base, hadoop_cluster):
+    """The trainer's roles (tfhdfs.ride_out_outages) keep reading through a NameNode restart: an
+    open while it is down waits in hdfs-native, and one just after, when the NameNode is back in
+    safe mode without the DataNode's block report ("SafeModeException: Zero blocklocations", not
+    retried by hdfs-native), is retried by the plugin. Readers in a patient process open and read
+    their files again and again across the restart: no error, every pass whole."""
+    if hadoop_cluster.embedded is None:
+        pytest.skip("needs the embedded cluster (its NameNode is stopped and started)")
+    import tfhadoop.tfhdfs as tfhdfs
+
+    records, paths = 2000, [f"{base}/restart-{i}.tfrecord" for i in range(8)]
+    for path in paths:
+        with tf.io.TFRecordWriter(path) as w:
+            for i in range(records):
+                w.write(i.to_bytes(4, "little") * 50)
+    outage_s, after_s = 10, 20
+    env = dict(os.environ, **{tfhdfs.PATIENT_ENV: "1", "TF_CPP_MIN_LOG_LEVEL": "2"})
+    until = time.time() + 15 + outage_s + after_s  # TensorFlow's import, the outage, then reads on a restarted NameNode
+    proc = subprocess.Popen([sys.executable, "-c", _READ_THROUGH_RESTART, *paths, str(records), str(until)],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    restarted = None
+    try:
+        time.sleep(10)
+        hadoop_cluster.embedded.stop_namenode()
+        try:
+            time.sleep(outage_s)
+        finally:
+            hadoop_cluster.embedded.start_namenode()
+        restarted = time.time()
+        out, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err[-3000:]
+    passes, sizes, last, errors = json.loads(out.strip().splitlines()[-1])
+    assert errors == [] and sizes == [records], (errors, sizes, err[-2000:])
+    assert last > restarted, "no pass finished after the NameNode came back"
+    retried = err.count("(retrying in")
+    print(f"{passes} passes; {retried} reads retried by the plugin after the restart")

@@ -105,34 +105,61 @@ struct Reader {
     seq: Mutex<(Option<Sequential>, u64)>,
 }
 
+/// `op`, retried while it fails with Unavailable, in the patient roles (hdfs::read_retry_delays);
+/// `before_retry` runs after each wait. Each retry is said on stderr (the container's log).
+fn patiently<T>(op: impl FnMut() -> Result<T>, before_retry: impl FnMut()) -> Result<T> {
+    retrying(hdfs::read_retry_delays(), op, before_retry)
+}
+
+fn retrying<T>(
+    mut delays: impl Iterator<Item = std::time::Duration>,
+    mut op: impl FnMut() -> Result<T>,
+    mut before_retry: impl FnMut(),
+) -> Result<T> {
+    loop {
+        let err = match op() {
+            Ok(v) => return Ok(v),
+            Err(e) => e,
+        };
+        if err.code != code::UNAVAILABLE {
+            return Err(err);
+        }
+        let Some(delay) = delays.next() else {
+            return Err(err);
+        };
+        eprintln!("tfhdfs: {} (retrying in {:.1} s)", err.msg, delay.as_secs_f64());
+        std::thread::sleep(delay);
+        before_retry();
+    }
+}
+
+/// Opens for read, waiting out (patient roles) a NameNode that is back but still in safe mode
+/// without the DataNodes' block reports: its SafeModeException "Zero blocklocations" is not
+/// among the exceptions hdfs-native retries.
+fn open_for_read(t: &Target) -> Result<FileReader> {
+    patiently(|| block_on(t.client.read(&t.path)).map_err(|e| Error::hdfs("open for read", &t.uri, &e)), || {})
+}
+
 impl Reader {
     fn open(t: Target) -> Result<Reader> {
-        let reader = block_on(t.client.read(&t.path)).map_err(|e| Error::hdfs("open for read", &t.uri, &e))?;
+        let reader = open_for_read(&t)?;
         let len = reader.file_length() as u64;
         Ok(Reader { uri: t.uri.clone(), target: t, file: RwLock::new(reader), len, seq: Mutex::new((None, u64::MAX)) })
     }
 
-    /// A read, retried through an HDFS outage in the patient roles (hdfs::read_retry_delays):
-    /// a NameNode restart leaves blocks without locations until the DataNodes report again, and
-    /// a DataNode that refused a read once is never asked again by the same hdfs-native reader,
-    /// so each retry reopens the file. The NameNode's own calls already wait (hdfs-native).
+    /// A read, retried through an HDFS outage in the patient roles: a DataNode that refused a
+    /// read once is never asked again by the same hdfs-native reader, and block locations from
+    /// before an outage may be stale, so each retry reopens the file.
     fn read(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
-        let mut delays = hdfs::read_retry_delays();
-        loop {
-            let err = match self.read_once(offset, buf) {
-                Ok(()) => return Ok(()),
-                Err(e) => e,
-            };
-            let Some(delay) = delays.next().filter(|_| err.code == code::UNAVAILABLE) else {
-                return Err(err);
-            };
-            eprintln!("tfhdfs: {} (retrying in {:.1} s)", err.msg, delay.as_secs_f64());
-            std::thread::sleep(delay);
-            self.seq.lock().unwrap_or_else(|p| p.into_inner()).0 = None;
-            if let Ok(fresh) = block_on(self.target.client.read(&self.target.path)) {
-                *self.file.write().unwrap_or_else(|p| p.into_inner()) = fresh;
-            }
-        }
+        patiently(
+            || self.read_once(offset, buf),
+            || {
+                self.seq.lock().unwrap_or_else(|p| p.into_inner()).0 = None;
+                if let Ok(fresh) = open_for_read(&self.target) {
+                    *self.file.write().unwrap_or_else(|p| p.into_inner()) = fresh;
+                }
+            },
+        )
     }
 
     fn direct(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
@@ -651,4 +678,38 @@ pub unsafe extern "C" fn tfhdfs_token_dial_address(authority: *const c_char, out
     std::ptr::copy_nonoverlapping(dial.as_ptr(), out as *mut u8, dial.len());
     *out.add(dial.len()) = 0;
     dial.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn ms(n: usize) -> impl Iterator<Item = Duration> {
+        std::iter::repeat_n(Duration::from_millis(1), n)
+    }
+
+    #[test]
+    fn unavailable_is_retried_until_it_succeeds() {
+        let (mut calls, mut reopened) = (0, 0);
+        let got = retrying(
+            ms(5),
+            || {
+                calls += 1;
+                if calls < 3 { Err(Error::new(code::UNAVAILABLE, "safe mode")) } else { Ok(7) }
+            },
+            || reopened += 1,
+        );
+        assert_eq!((got.unwrap(), calls, reopened), (7, 3, 2));
+    }
+
+    #[test]
+    fn other_errors_and_an_outage_longer_than_the_budget_are_returned() {
+        let mut calls = 0;
+        let missing = retrying(ms(5), || { calls += 1; Err::<(), _>(Error::new(code::NOT_FOUND, "gone")) }, || {});
+        assert_eq!((missing.unwrap_err().code, calls), (code::NOT_FOUND, 1));
+        calls = 0;
+        let down = retrying(ms(2), || { calls += 1; Err::<(), _>(Error::new(code::UNAVAILABLE, "down")) }, || {});
+        assert_eq!((down.unwrap_err().code, calls), (code::UNAVAILABLE, 3));
+    }
 }
