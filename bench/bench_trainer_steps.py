@@ -88,8 +88,14 @@ def train_row(args, base: str, workers: int, batch: int, model: str, spe: str) -
     later = [s for s in samples if s.get("epoch", 0) >= 1]
     ex = lambda s: s["epoch"] * args.records + s["examples"]  # noqa: E731
     rate = (ex(later[-1]) - ex(later[0])) / (later[-1]["time"] - later[0]["time"])
+    # The coordinator's own account of each epoch: the tail (queue empty, last closures running)
+    # and the checkpoints, which (b) does not write; averaged over the epochs after the first.
+    timing = m.get("epoch_timing", [])[1:] or m.get("epoch_timing", [])
+    mean = lambda key: round(sum(e[key] for e in timing) / len(timing), 3) if timing else None  # noqa: E731
     return {"steady": rate, "wall_s": wall, "loss": m["epochs"][-1]["mean_loss"],
-            "steps_per_execution": m.get("steps_per_execution")}
+            "steps_per_execution": m.get("steps_per_execution"), "epoch_s": mean("seconds"),
+            "tail_s": mean("tail_s"), "checkpoint_s": mean("end_checkpoint_s"),
+            "checkpoints_in_epoch_s": mean("checkpoints_in_epoch_s")}
 
 
 def main() -> int:
@@ -152,6 +158,12 @@ def main() -> int:
     for k, r in rows.items():
         print(f"{k + ' ' + names[k]:<62} {r['steady']:>12.0f} {r['wall_s']:>8.1f} {r['loss']:>10.4f} "
               f"{r['host_cpu_busy']:>10.0%}")
+    for k, r in rows.items():
+        if r.get("epoch_s"):
+            spent = r["tail_s"] + r["checkpoint_s"] + r["checkpoints_in_epoch_s"]
+            print(f"{k}: epoch {r['epoch_s']:.2f} s, of which tail {r['tail_s']:.2f} s, end-of-epoch checkpoint "
+                  f"{r['checkpoint_s']:.2f} s, checkpoints within {r['checkpoints_in_epoch_s']:.2f} s "
+                  f"({spent / r['epoch_s']:.0%} not training at full width)")
     for num, den, target in (("c2", "b16", 1.0), ("c2", "b1", None), ("c2", "c1", 1.6), ("wc2", "wa", 0.8), ("wb16", "wa", None),
                               ("wc2", "wb16", None)):
         if num in rows and den in rows:

@@ -106,6 +106,11 @@ def test_two_workers_one_ps_train_export_and_predict(hadoop_cluster, dataset, tm
     assert "client log: " in proc.stdout
     metrics = _metrics(run)
     assert [e["examples"] for e in metrics["epochs"]] == [2400, 2400]
+    # where each epoch's wall time went besides training (the coordinator's own account)
+    timing = metrics["epoch_timing"]
+    assert [t["epoch"] for t in timing] == [0, 1], timing
+    for t in timing:
+        assert 0 < t["end_checkpoint_s"] < t["seconds"] and 0 <= t["tail_s"] < t["seconds"], timing
     mse, constant = exported_model_mse(run, tmp_path)
     assert mse < 0.05 * constant, (mse, constant)
     assert metrics["eval"]["loss"] < 0.05 * constant

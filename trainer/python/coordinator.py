@@ -262,11 +262,18 @@ def run(job: dict, cluster: dict, work: str, app=None, phases=None) -> dict:
     policy = CheckpointPolicy(job["checkpoint_steps"], job["checkpoint_secs"])
     policy.saved(state["steps"])
 
-    def save():
+    # Where this coordinator's wall time went besides training, per epoch (metrics.json
+    # "epoch_timing"): the tail (queue empty, closures still running: workers idle in turn), the
+    # checkpoints taken in the epoch and the one at its end.
+    timing: list = []
+
+    def save() -> float:
+        t0 = time.monotonic()
         with phases.during(protocol.PHASE_CHECKPOINTING):
             checkpoints.save_waiting(state, retried("checkpoint"))
             policy.saved(state["steps"])
             summaries.sync()
+        return time.monotonic() - t0
 
     epochs, max_steps, batch_size = job["epochs"], job["steps"], job["batch_size"]
     train_split, eval_split = job["train_split"], job["eval_split"]
@@ -324,7 +331,10 @@ def run(job: dict, cluster: dict, work: str, app=None, phases=None) -> dict:
         ledger = EpochLedger.from_json(state["ledger"]) if state["ledger"] else EpochLedger(epoch, expected)
         queue = ledger.remaining(tasks)
         window.update(n=0, loss=0.0, t=time.monotonic())
+        t_epoch, tail_from, saves_s = time.monotonic(), None, 0.0
         while queue or scheduler.pending:
+            if not queue and tail_from is None:
+                tail_from = time.monotonic()
             # A checkpoint is taken with nothing in flight: a closure running during the save would
             # leave part of its updates in the checkpoint but not its task in the ledger, and be
             # trained again on restore. So only a due checkpoint drains, not every few tasks.
@@ -332,7 +342,7 @@ def run(job: dict, cluster: dict, work: str, app=None, phases=None) -> dict:
             if rescale or policy.due(state["steps"]):
                 drain(epoch, ledger)
                 if queue or rescale:  # the epoch's last checkpoint is taken below, with its history entry
-                    save()
+                    saves_s += save()
                 if rescale:
                     os.remove(os.path.join(work, RESCALE))
                     print("checkpoint saved; exiting to restart with the new cluster spec", flush=True)
@@ -361,6 +371,7 @@ def run(job: dict, cluster: dict, work: str, app=None, phases=None) -> dict:
                 account(t, n, loss, ledger)
             if time.monotonic() - window["t"] >= REPORT_S and window["n"]:
                 report(epoch, ledger)
+        tail_s = time.monotonic() - tail_from if tail_from else 0.0
         if window["n"]:
             report(epoch, ledger)
         entry = {"epoch": epoch, "examples": ledger.examples, "expected": expected,
@@ -369,7 +380,11 @@ def run(job: dict, cluster: dict, work: str, app=None, phases=None) -> dict:
         summaries.scalars("train", state["steps"], {"epoch_loss": entry["mean_loss"]})
         print(f"epoch {epoch}: {ledger.examples} examples (expected {expected}), step {state['steps']}", flush=True)
         state["epoch"], state["ledger"] = epoch + 1, None
-        save()
+        trained_s = time.monotonic() - t_epoch
+        end_save_s = save()
+        timing.append({"epoch": epoch, "seconds": round(trained_s + end_save_s, 3),
+                       "tail_s": round(tail_s, 3),
+                       "checkpoints_in_epoch_s": round(saves_s, 3), "end_checkpoint_s": round(end_save_s, 3)})
 
     # Final metrics and the export, from a plain (non-distributed) copy of the trained model.
     plain = build()
@@ -377,7 +392,7 @@ def run(job: dict, cluster: dict, work: str, app=None, phases=None) -> dict:
     metrics = {"train_seconds": time.monotonic() - t_start,
                "first_step_s": (first_step_at - t_start) if first_step_at else None, "epochs": state["history"],
                "steps": state["steps"], "steps_per_execution": size.steps,
-               "rejoins": rejoin_watch.rejoins, "app": getattr(app, "id", None)}
+               "rejoins": rejoin_watch.rejoins, "app": getattr(app, "id", None), "epoch_timing": timing}
     if eval_split and manifest.split(eval_split):
         phases.enter(protocol.PHASE_EVALUATING)
         from tfhadoop.connectors.dataset import shard_url
