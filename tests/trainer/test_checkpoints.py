@@ -193,7 +193,9 @@ def test_tensorflow_writes_checkpoints_events_and_the_export_straight_to_hdfs(ha
                             for e in tf.compat.v1.train.summary_iterator(f) for x in e.summary.value]
 
     summaries.scalars("train", 7, {"loss": 0.5})
-    summaries.sync()  # at a checkpoint: visible on HDFS while the job goes on
+    summaries.sync()  # at a checkpoint: visible on HDFS while the job goes on, once closed in the background
+    assert len(summaries.closing) == 1
+    summaries.wait()
     assert scalars() == (1, [(7, 0.5)])
     summaries.scalars("train", 9, {"loss": 0.25})
     summaries.close()
@@ -234,3 +236,32 @@ def test_a_parameter_server_lost_during_a_save_is_not_waited_for_as_an_hdfs_outa
     result = json.loads(lines[0][len("RESULT "):])
     assert result["error"] == "UnavailableError" and result["retries"] == [], result
     assert result["seconds"] < 30 and result["latest"] == {"steps": 1}, result
+
+
+@pytest.mark.cluster
+def test_a_failed_save_leaves_latest_alone_and_its_state_is_cleaned_up_by_the_next(hadoop_cluster):
+    """state.json is written beside TensorFlow's write (each HDFS close costs ~0.5 s) and renamed
+    into the checkpoint only after it: a save whose TensorFlow write fails publishes nothing, and
+    the state it had written is removed by the next save."""
+    import uuid
+
+    import tensorflow as tf
+
+    import tfhadoop.tfhdfs  # noqa: F401
+    from tfhadoop.connectors import hdfs
+    from tfhadoop.trainer.checkpoints import PENDING_STATE, HdfsCheckpoints
+
+    url = hadoop_cluster.hdfs_url(f"/tmp/trainer-tests/ckpt-pending-{uuid.uuid4().hex[:8]}")
+    ckpt = tf.train.Checkpoint(v=tf.Variable(1.0))
+    store = HdfsCheckpoints(ckpt, url)
+    store.save({"steps": 1})
+    real_write = ckpt.write
+    ckpt.write = lambda prefix: (_ for _ in ()).throw(OSError("the parameter server went away"))
+    with pytest.raises(OSError):
+        store.save({"steps": 2})
+    assert [n for n in hdfs.list_names(url) if n.startswith(PENDING_STATE)], hdfs.list_names(url)
+    assert store.restore() == {"steps": 1}
+    ckpt.write = real_write
+    store.save({"steps": 3})
+    assert not [n for n in hdfs.list_names(url) if n.startswith(PENDING_STATE)]
+    assert store.restore() == {"steps": 3}

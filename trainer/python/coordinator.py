@@ -344,6 +344,7 @@ def run(job: dict, cluster: dict, work: str, app=None, phases=None) -> dict:
                 if queue or rescale:  # the epoch's last checkpoint is taken below, with its history entry
                     saves_s += save()
                 if rescale:
+                    summaries.close()
                     os.remove(os.path.join(work, RESCALE))
                     print("checkpoint saved; exiting to restart with the new cluster spec", flush=True)
                     os._exit(RESCALE_EXIT)
