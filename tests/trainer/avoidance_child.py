@@ -26,6 +26,7 @@ def main() -> int:
     spec = tf.train.ClusterSpec({**cluster, "chief": [f"localhost:{free_port()}"]})
     strategy = tf.distribute.experimental.ParameterServerStrategy(
         tf.distribute.cluster_resolver.SimpleClusterResolver(spec, rpc_layer="grpc"))
+    avoidance = WorkerAvoidance(os.path.join(tempfile.mkdtemp(), "avoid.json"))  # as coordinator.run: first
     coordinator = tf.distribute.experimental.coordinator.ClusterCoordinator(strategy)
     with strategy.scope():
         v = tf.Variable(0, dtype=tf.int64)
@@ -35,7 +36,6 @@ def main() -> int:
         v.assign_add(1)
         return tf.constant(1, dtype=tf.int64)  # placed on the worker that runs the closure
 
-    avoidance = WorkerAvoidance(coordinator, os.path.join(tempfile.mkdtemp(), "avoid.json"))
     avoidance.set({1})
     first = [coordinator.schedule(add) for _ in range(40)]
     coordinator.join()

@@ -230,26 +230,33 @@ class FakeQueue:
         self.put(closure)
 
 
-class FakeCoordinator:
-    def __init__(self):
-        self._cluster = type("Cluster", (), {"closure_queue": FakeQueue()})()
+@pytest.fixture
+def avoidance(tmp_path):
+    from tfhadoop.trainer.coordinator import WorkerAvoidance
+
+    made = []
+
+    def make():
+        made.append(WorkerAvoidance(str(tmp_path / protocol.AVOID_WORKERS_FILE), queue_class=FakeQueue))
+        return made[-1]
+
+    yield make
+    for a in made:
+        a.uninstall()
 
 
-def _worker(queue, tag, taken, stop):
+def _worker(queue, tag, taken, stop, timeout=0.2):
     while not stop.is_set():
-        closure = queue.get(timeout=0.2, tag=tag)
+        closure = queue.get(timeout=timeout, tag=tag)
         if closure is not None:
             taken.append((tag, closure.n))
 
 
-def test_worker_avoidance_keeps_closures_off_an_avoided_worker(tmp_path):
-    from tfhadoop.trainer.coordinator import WorkerAvoidance
-
-    fake = FakeCoordinator()
+def test_worker_avoidance_keeps_closures_off_an_avoided_worker(tmp_path, avoidance):
     path = str(tmp_path / protocol.AVOID_WORKERS_FILE)
-    avoidance = WorkerAvoidance(fake, path)
-    queue = fake._cluster.closure_queue
-    assert avoidance.installed and queue.get.__name__ == "get"
+    avoidance = avoidance()
+    queue = FakeQueue()
+    assert avoidance.installed and FakeQueue.get is not avoidance.real_get
     taken, stop = [], threading.Event()
     with open(path, "w") as f:
         json.dump([1], f)
@@ -278,16 +285,13 @@ def test_worker_avoidance_keeps_closures_off_an_avoided_worker(tmp_path):
     assert report["dispatched"]["0"] + report["dispatched"].get("1", 0) == 60
 
 
-def test_a_closure_a_worker_was_waiting_for_when_avoided_goes_to_another(tmp_path):
+def test_a_closure_a_worker_was_waiting_for_when_avoided_goes_to_another(avoidance):
     """The race the wrapper closes: worker 1's thread is already inside the queue's ``get`` when
     the warning comes; the closure it then receives is put back, not run there."""
-    from tfhadoop.trainer.coordinator import WorkerAvoidance
-
-    fake = FakeCoordinator()
-    avoidance = WorkerAvoidance(fake, str(tmp_path / "avoid.json"))
-    queue = fake._cluster.closure_queue
+    avoidance = avoidance()
+    queue = FakeQueue()
     taken, stop = [], threading.Event()
-    t1 = threading.Thread(target=_worker, args=(queue, 1, taken, stop), daemon=True)
+    t1 = threading.Thread(target=_worker, args=(queue, 1, taken, stop, None), daemon=True)  # waits in get
     t1.start()
     time.sleep(0.3)  # worker 1 waits inside get
     avoidance.set({1})
@@ -307,7 +311,7 @@ def test_a_closure_a_worker_was_waiting_for_when_avoided_goes_to_another(tmp_pat
 def test_without_a_closure_queue_nothing_is_steered(tmp_path, capsys):
     from tfhadoop.trainer.coordinator import WorkerAvoidance
 
-    avoidance = WorkerAvoidance(object(), str(tmp_path / "avoid.json"))
+    avoidance = WorkerAvoidance(str(tmp_path / "avoid.json"), queue_class=object)
     assert not avoidance.installed and "keeps getting closures" in capsys.readouterr().out
     avoidance.set({0})
     assert avoidance.report()["steered"] is False

@@ -186,18 +186,20 @@ class WorkerAvoidance:
     flight when YARN kills them: no closure to re-run elsewhere, no steps applied twice.
 
     ClusterCoordinator has no public way to steer a closure to a worker: each worker's thread takes
-    the next closure from one shared queue (``get(tag=<task index>)``). That ``get`` is wrapped:
-    an avoided worker's thread waits before taking one (its closure in flight finishes as usual),
-    and one it was already waiting for when it became avoided goes back to the queue (``put_back``,
-    as TensorFlow does for a lost worker's closure) for another worker. When the master takes the
-    task index out (the container was lost; TensorFlow then waits for its replacement as before, or
-    YARN spared it), the thread takes closures again. Without that queue (another TensorFlow), the
+    the next closure from one shared queue (``_CoordinatedClosureQueue.get(tag=<task index>)``).
+    That ``get`` is wrapped, on the class and before the ClusterCoordinator is made (its worker
+    threads call it at once, and a call already waiting could not be steered): an avoided worker's
+    thread waits before taking a closure (its closure in flight finishes as usual), and one it was
+    already waiting for when it became avoided goes back to the queue (``put_back``, as TensorFlow
+    does for a lost worker's closure) for another worker. When the master takes the task index out
+    (the container was lost: TensorFlow then waits for its replacement as before; or YARN spared
+    it), the thread takes closures again. Without that queue class (another TensorFlow) the
     warnings change nothing here, which is said once.
 
     ``periods``: each avoidance (task, from, to, closures dispatched to it meanwhile: 0 unless this
     fails), for the metrics; ``turned_back``: closures handed back to the queue."""
 
-    def __init__(self, coordinator, path: str, clock=time.time):
+    def __init__(self, path: str, queue_class=None, clock=time.time):
         import threading
 
         self.path, self.clock = path, clock
@@ -206,22 +208,29 @@ class WorkerAvoidance:
         self.dispatched: dict[int, int] = {}  # task -> closures its worker thread took
         self.periods: list[dict] = []
         self.turned_back = 0
-        self.stamp = None  # the avoid file's (mtime, size) last read
+        self.stamp = None  # the avoid file's (mtime, size, inode) last read
         self.changed = threading.Condition()
-        queue = getattr(getattr(coordinator, "_cluster", None), "closure_queue", None)
-        self.installed = queue is not None and callable(getattr(queue, "get", None)) and \
-            callable(getattr(queue, "put_back", None))
+        if queue_class is None:
+            try:
+                from tensorflow.python.distribute.coordinator import cluster_coordinator
+
+                queue_class = getattr(cluster_coordinator, "_CoordinatedClosureQueue", None)
+            except ImportError:
+                queue_class = None
+        self.queue_class = queue_class
+        self.installed = queue_class is not None and callable(getattr(queue_class, "get", None)) and \
+            callable(getattr(queue_class, "put_back", None))
         if not self.installed:
             print("note: this TensorFlow's ClusterCoordinator has no closure queue to steer: a worker YARN "
                   "announced for preemption keeps getting closures", flush=True)
             return
-        self.queue, real_get = queue, queue.get
+        self.real_get = real_get = queue_class.get
 
-        def get(timeout=None, tag=None):
+        def get(queue, timeout=None, tag=None):
             while True:
                 if tag is not None:
-                    self.wait_while_avoided(tag)
-                closure = real_get(timeout=timeout, tag=tag)
+                    self.wait_while_avoided(queue, tag)
+                closure = real_get(queue, timeout=timeout, tag=tag)
                 if closure is None or tag is None or getattr(closure, "tag", None) is not None:
                     return closure  # none, or a worker's own resource closure (not ours to move)
                 with self.changed:
@@ -233,11 +242,16 @@ class WorkerAvoidance:
                 queue.put_back(closure)  # avoided while it waited for this one: another worker takes it
                 self.turned_back += 1
 
-        queue.get = get
+        queue_class.get = get
 
-    def wait_while_avoided(self, tag: int) -> None:
+    def uninstall(self) -> None:
+        if self.installed:
+            self.queue_class.get = self.real_get
+            self.installed = False
+
+    def wait_while_avoided(self, queue, tag: int) -> None:
         with self.changed:
-            while tag in self.avoided and getattr(self.queue, "_should_process_closures", True):
+            while tag in self.avoided and getattr(queue, "_should_process_closures", True):
                 self.changed.wait(0.5)
 
     def refresh(self) -> None:
@@ -349,6 +363,8 @@ def run(job: dict, cluster: dict, work: str, app=None, phases=None) -> dict:
     os.environ["TF_CONFIG"] = json.dumps({"cluster": cluster, "task": {"type": "chief", "index": 0}})
     resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
     strategy = tf.distribute.experimental.ParameterServerStrategy(resolver)
+    # before the ClusterCoordinator: its worker threads take closures from the start
+    avoidance = WorkerAvoidance(os.path.join(work, protocol.AVOID_WORKERS_FILE))
     coordinator = tf.distribute.experimental.coordinator.ClusterCoordinator(strategy)
     build = load_model_fn(job["model"])
     model = build_model(strategy, build, job["model"])
@@ -395,7 +411,6 @@ def run(job: dict, cluster: dict, work: str, app=None, phases=None) -> dict:
               f"them reads its shard from the start up to its first record (slower for late tasks); "
               f"an uncompressed export with its .tfrindex sidecars starts every task at its byte offset", flush=True)
     scheduler = Scheduler(coordinator, task_fn, IN_FLIGHT_PER_WORKER * len(cluster["worker"]))
-    avoidance = WorkerAvoidance(coordinator, os.path.join(work, protocol.AVOID_WORKERS_FILE))
     avoidance.refresh()
     early: list = []  # checkpoints the master asked for (YARN's preemption warnings), taken or not
     rate_from = (time.monotonic(), state["steps"])  # the steps per second since this coordinator began
