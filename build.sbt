@@ -127,6 +127,7 @@ lazy val amAgent = (project in file("yarn/am-agent"))
       "org.apache.hadoop" % "hadoop-client-api" % hadoopCompileVersion % Provided,
       "org.apache.hadoop" % "hadoop-client-runtime" % hadoopCompileVersion % Provided,
       "commons-logging" % "commons-logging" % "1.2" % Provided,
+      "org.slf4j" % "slf4j-api" % "1.7.36" % Provided,
       "com.github.sbt" % "junit-interface" % "0.13.3" % Test,
       "org.slf4j" % "slf4j-simple" % "1.7.36" % Test,
     ),

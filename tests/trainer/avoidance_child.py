@@ -13,10 +13,10 @@ import tempfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import tensorflow as tf  # noqa: E402
+import tensorflow as tf
 
-from tfhadoop.ports import free_port  # noqa: E402
-from tfhadoop.trainer.coordinator import WorkerAvoidance  # noqa: E402
+from tfhadoop.ports import free_port
+from tfhadoop.trainer.coordinator import WorkerAvoidance
 
 
 def main() -> int:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from test_train_yarn import (  # noqa: F401
+from test_train_yarn import (
     _events,
     _metrics,
     _train,
