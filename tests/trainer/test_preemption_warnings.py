@@ -129,6 +129,45 @@ def test_a_line_still_being_written_waits_and_unknown_containers_are_named_only(
     assert _file(master, protocol.AVOID_WORKERS_FILE) == [0]
 
 
+def test_the_am_agent_goes_to_the_application_master_only(tmp_path, monkeypatch):
+    from tfhadoop.connectors.dataset import Manifest
+    from tfhadoop.trainer.job import JobSpec, application_spec
+
+    base = {"model": "m:build", "data": "hdfs:///d", "checkpoint_dir": "hdfs:///c", "export_dir": "hdfs:///e"}
+    manifest = Manifest("hdfs:///d", "none", (), {}, {})
+    monkeypatch.setenv("TFHADOOP_JARS", str(tmp_path))
+    without = application_spec(JobSpec.from_dict(base), manifest, "/tmp/job.json")
+    assert protocol.AM_AGENT_JAR not in without.master.files and "JAVA_TOOL_OPTIONS" not in without.master.env
+    (tmp_path / protocol.AM_AGENT_JAR).write_bytes(b"PK")
+    spec = application_spec(JobSpec.from_dict(base), manifest, "/tmp/job.json")
+    assert spec.master.files[protocol.AM_AGENT_JAR].source.endswith(f"{tmp_path}/{protocol.AM_AGENT_JAR}")
+    assert spec.master.env["JAVA_TOOL_OPTIONS"] == "-javaagent:./tfhadoop-am-agent.jar=preemption_warnings.jsonl"
+    for service in spec.services.values():  # the roles' JVMs (libhdfs) never load it
+        assert "JAVA_TOOL_OPTIONS" not in service.env and protocol.AM_AGENT_JAR not in service.files
+
+
+def test_preemption_warnings_flag_and_yaml(tmp_path):
+    import argparse
+
+    from tfhadoop.errors import CommandError
+    from tfhadoop.trainer import train_cli
+    from tfhadoop.trainer.job import JobSpec, job_settings
+
+    base = {"model": "m:build", "data": "hdfs:///d", "checkpoint_dir": "hdfs:///c", "export_dir": "hdfs:///e"}
+    assert JobSpec.from_dict(base).preemption_warnings is True and job_settings({})["preemption_warnings"] is True
+    spec = tmp_path / "job.yaml"
+    spec.write_text("".join(f"{k}: {v}\n" for k, v in base.items()) + "preemption_warnings: false\n")
+    parser = argparse.ArgumentParser()
+    train_cli.register(parser.add_subparsers())
+    assert train_cli.job_from_args(parser.parse_args(["train", str(spec)])).preemption_warnings is False
+    flags = [f"--{k.replace('_', '-')}={v}" for k, v in base.items()]
+    assert train_cli.job_from_args(parser.parse_args(["train", *flags])).preemption_warnings is True
+    assert train_cli.job_from_args(parser.parse_args(["train", *flags, "--no-preemption-warnings"])) \
+        .preemption_warnings is False
+    with pytest.raises(CommandError, match="preemption_warnings must be true or false"):
+        JobSpec.from_dict({**base, "preemption_warnings": "no"})
+
+
 def test_the_design_table_names_the_event():
     from tfhadoop.trainer import master as m
 
