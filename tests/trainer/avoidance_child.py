@@ -21,7 +21,12 @@ from tfhadoop.trainer.coordinator import WorkerAvoidance
 
 def main() -> int:
     cluster = {"worker": [f"localhost:{free_port()}" for _ in range(2)], "ps": [f"localhost:{free_port()}"]}
-    servers = [tf.distribute.Server(tf.train.ClusterSpec(cluster), job_name=job, task_index=i, start=True)
+    # Servers in one process share its thread pools: with fewer inter-op threads than workers + 1
+    # the cluster hangs (as TensorFlow's own create_in_process_cluster says); 2 by default on 2 cores.
+    config = tf.compat.v1.ConfigProto(inter_op_parallelism_threads=4)
+    tf.config.threading.set_inter_op_parallelism_threads(4)
+    servers = [tf.distribute.Server(tf.train.ClusterSpec(cluster), job_name=job, task_index=i, config=config,
+                                    start=True)
                for job, n in (("worker", 2), ("ps", 1)) for i in range(n)]
     spec = tf.train.ClusterSpec({**cluster, "chief": [f"localhost:{free_port()}"]})
     strategy = tf.distribute.experimental.ParameterServerStrategy(
