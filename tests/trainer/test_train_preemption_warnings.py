@@ -31,20 +31,25 @@ def busy_dataset(hadoop_cluster):
     return url
 
 
-def _run(hadoop_cluster, dataset, epochs: int, warnings: bool):
+def _run(hadoop_cluster, dataset, epochs: int, warnings: bool, checkpoint_secs: int):
     def train(cluster, data, background, extra):  # bigger tasks than the fault tests' (the last flag wins)
         return _train(cluster, data, background=background, extra=[*extra, "--task-records", "2000"])
 
-    extra = ["--checkpoint-secs", "600"] + ([] if warnings else ["--no-preemption-warnings"])
+    extra = ["--checkpoint-secs", str(checkpoint_secs)] + ([] if warnings else ["--no-preemption-warnings"])
     run, proc = start_preemptible_job(hadoop_cluster, dataset, epochs, train=train, extra=extra)
     preempt_a_worker(hadoop_cluster, run, proc)
     return run
 
 
-@pytest.mark.parametrize("warnings", [True, False], ids=["warnings", "no-warnings"])
-def test_a_warned_worker_gets_no_new_work_before_yarn_takes_it(hadoop_cluster, busy_dataset, warnings):
+@pytest.mark.parametrize("warnings, checkpoint_secs", [(True, 600), (False, 600), (True, 15)],
+                         ids=["warnings", "no-warnings", "warnings-checkpoint-due"])
+def test_a_warned_worker_gets_no_new_work_before_yarn_takes_it(hadoop_cluster, busy_dataset, warnings,
+                                                               checkpoint_secs):
+    """With --checkpoint-secs 600 only the epochs' ends checkpoint: no checkpoint is due within 15 s
+    of the warning, none is taken early; with 15 s one always is, and the coordinator takes it at
+    once (a checkpoint with every worker there rather than while the kill's closure re-runs)."""
     epochs = 14
-    run = _run(hadoop_cluster, busy_dataset, epochs, warnings)
+    run = _run(hadoop_cluster, busy_dataset, epochs, warnings, checkpoint_secs)
     metrics, events = _metrics(run), _events(run)
     kinds = [e["event"] for e in events]
     assert [e["examples"] for e in metrics["epochs"]] == [sum(RECORDS)] * epochs  # exactly once per epoch
@@ -66,8 +71,10 @@ def test_a_warned_worker_gets_no_new_work_before_yarn_takes_it(hadoop_cluster, b
         assert periods[0]["dispatched"] == 0 and periods[0]["from"] <= lost[0]["time"], (periods, lost)
         assert periods[0]["to"] is None or periods[0]["to"] >= lost[0]["time"], (periods, lost)
         assert redone == 0, metrics  # its closures finished before the kill: nothing ran twice
+        (request,) = report["checkpoints"]
+        assert request["reason"] == "worker" and request["taken"] is (checkpoint_secs <= 15), report
     else:
         assert named[0]["reaction"] == [] and report["avoided"] == [] and "warned_s" not in lost[0], (named, lost)
-    print(f"preemption_warnings={warnings}: warned {lost[0]['time'] - named[0]['time']:.1f} s before the loss; "
+    print(f"preemption_warnings={warnings}, checkpoint_secs={checkpoint_secs}: warned {lost[0]['time'] - named[0]['time']:.1f} s before the loss; "
           f"steps {metrics['steps']}, applied {metrics['applied_steps']}, redone {redone}; "
           f"closures turned back {report['turned_back']}; early checkpoints {report['checkpoints']}")
