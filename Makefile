@@ -45,9 +45,10 @@ $(VENV)/.ok: setup.py requirements.lock tools/bootstrap-python
 
 jars: jars/.ok
 
-# The tfhadoop jar, and the embedded cluster's Hadoop 3.5.0 artifacts (resolved from Maven Central).
+# The tfhadoop jar, the application master agent (yarn/am-agent), and the embedded cluster's Hadoop
+# 3.5.0 artifacts (resolved from Maven Central).
 jars/.ok: build.sbt project/build.properties project/repositories $(JVM_SOURCES)
-	$(SBT) cluster/writeClusterClasspath tfhadoop/copyJar
+	$(SBT) cluster/writeClusterClasspath tfhadoop/copyJar amAgent/copyAgentJar
 	@touch $@
 
 test: setup lint test-jvm test-native test-python

@@ -52,7 +52,7 @@ lazy val cluster = (project in file("yarn/cluster"))
   )
 
 lazy val root = (project in file("."))
-  .aggregate(cluster, tfhadoop)
+  .aggregate(cluster, tfhadoop, amAgent)
   .settings(name := "tfhadoop", publish / skip := true)
 
 // The user jar: TFRecord for Hadoop (mapreduce + mapred), Hive and Spark (DataSource V2), Java only,
@@ -111,5 +111,36 @@ lazy val tfhadoop = (project in file("target/tfhadoop-build"))
     },
   )
 
-// `tools/sbt jars`: the user jar and the embedded cluster's classpath files, into jars/.
-addCommandAlias("jars", ";tfhadoop/copyJar;cluster/writeClusterClasspath")
+// The application master agent (yarn/am-agent): a Java agent the job's master spec loads into Skein's
+// application master JVM so that YARN's preemption warnings (AllocateResponse.getPreemptionMessage)
+// reach the job master (trainer/python/master.py). Java 8 bytecode against Hadoop 3.3 (provided),
+// public Hadoop APIs only: it runs in whatever Hadoop the cluster's containers have.
+lazy val copyAgentJar = taskKey[File]("Build the AM agent jar and copy it to jars/tfhadoop-am-agent.jar")
+
+lazy val amAgent = (project in file("yarn/am-agent"))
+  .settings(
+    name := "tfhadoop-am-agent",
+    javacOptions ++= Seq("--release", "8", "-Xlint:-options"),
+    Compile / doc / javacOptions := Seq("-encoding", "UTF-8"),
+    Compile / packageDoc / publishArtifact := false,
+    libraryDependencies ++= Seq(
+      "org.apache.hadoop" % "hadoop-client-api" % hadoopCompileVersion % Provided,
+      "org.apache.hadoop" % "hadoop-client-runtime" % hadoopCompileVersion % Provided,
+      "commons-logging" % "commons-logging" % "1.2" % Provided,
+      "org.slf4j" % "slf4j-api" % "1.7.36" % Provided,
+      "com.github.sbt" % "junit-interface" % "0.13.3" % Test,
+      "org.slf4j" % "slf4j-simple" % "1.7.36" % Test,
+    ),
+    Compile / packageBin / packageOptions += Package.ManifestAttributes("Premain-Class" -> "tfhadoop.amagent.Agent"),
+    testOptions += Tests.Argument(TestFrameworks.JUnit, "-q", "-v"),
+    Test / fork := true,
+    copyAgentJar := {
+      val jar = (Compile / packageBin).value
+      val out = (ThisBuild / baseDirectory).value / "jars" / "tfhadoop-am-agent.jar"
+      IO.copyFile(jar, out)
+      out
+    },
+  )
+
+// `tools/sbt jars`: the user jar, the AM agent and the embedded cluster's classpath files, into jars/.
+addCommandAlias("jars", ";tfhadoop/copyJar;amAgent/copyAgentJar;cluster/writeClusterClasspath")

@@ -72,8 +72,10 @@ def test_preempted_worker_ring_reforms_smaller_then_grows_back(hadoop_cluster, d
     # and the preemption monitor takes back the newest container of `train`: a worker.
     epochs = 40
     commit_every = 10  # one round (2 tasks of 300 records / 32 = 10 steps): a commit after every round
+    # --no-preemption-warnings: the loss path (YARN's warning would shrink the ring first, at a round
+    # boundary: test_warned_worker_leaves_the_ring_at_a_round_boundary)
     run, proc = start_preemptible_job(hadoop_cluster, dataset, epochs, train=_train,
-                                      extra=["--commit-every-steps", str(commit_every)])
+                                      extra=["--commit-every-steps", str(commit_every), "--no-preemption-warnings"])
     preempt_a_worker(hadoop_cluster, run, proc, alone_timeout=240)
     metrics = _metrics(run)
     assert [e["examples"] for e in metrics["epochs"]] == [2400] * epochs  # exactly once per epoch
@@ -210,6 +212,31 @@ def _history(run) -> list:
         return json.loads(hdfs.read_bytes(f"{run}/ckpt/latest/state.json"))["history"]
     except Exception:  # noqa: BLE001 - not written yet, or being replaced
         return []
+
+
+def test_warned_worker_leaves_the_ring_at_a_round_boundary(hadoop_cluster, dataset):
+    """Issue 12, row 6 (allreduce): YARN announces the preemption of a worker before it kills it;
+    the ring stops after its round (the chief checkpoints) and the next generation leaves the warned
+    worker out (ring_shrunk), so the loss itself re-forms nothing; the replacement joins by growth."""
+    epochs = 40
+    run, proc = start_preemptible_job(hadoop_cluster, dataset, epochs, train=_train)
+    preempt_a_worker(hadoop_cluster, run, proc, alone_timeout=240)
+    metrics, events = _metrics(run), _events(run)
+    kinds = [e["event"] for e in events]
+    assert [e["examples"] for e in metrics["epochs"]] == [2400] * epochs  # exactly once per epoch
+    lost = [e for e in events if e["event"] == "container_lost"]
+    assert lost and lost[0]["preempted"], lost
+    warned = [e for e in events if e["event"] == "preemption_warned" and e["container"] == lost[0]["container"]]
+    assert warned and warned[0]["reaction"] == ["shrink"], kinds
+    shrunk = [e for e in events if e["event"] == "ring_shrunk"]
+    assert shrunk and shrunk[0]["workers"] == 1 and lost[0]["slot"] not in shrunk[0]["slots"], kinds
+    assert warned[0]["time"] < shrunk[0]["time"] < lost[0]["time"], (warned, shrunk, lost)
+    assert "ring_reformed" not in kinds and "training_process_failed" not in kinds, kinds  # the loss cost no restart
+    shrunk_round = next(e for e in events if e["event"] == "first_round" and e["gen"] == shrunk[0]["gen"])
+    assert shrunk_round["redone_steps"] == 0, shrunk_round  # stopped at a round boundary: nothing redone
+    assert [e for e in events if e["event"] == "ring_grown"][-1]["workers"] == 2, kinds
+    print(f"warned -> ring of 1 published {shrunk[0]['time'] - warned[0]['time']:.1f} s -> loss "
+          f"{lost[0]['time'] - warned[0]['time']:.1f} s after the warning; redone {shrunk_round['redone_steps']}")
 
 
 def _event(run, kind):

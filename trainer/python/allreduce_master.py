@@ -15,7 +15,12 @@ workers' supervisors restart their training processes for every new one.
 - a training process fails of itself: a cluster error restarts the generation (counted against
   ``max_coordinator_restarts``), anything else (a model bug) fails the job at once;
 - a training process hangs (its supervisor killed it after ``round_timeout`` s without a round,
-  ``TrainingHang``): the generation restarts at once (counted as a cluster error).
+  ``TrainingHang``): the generation restarts at once (counted as a cluster error);
+- YARN announces it will preempt a member (``preemption_warned``, master.PreemptionWatch): unless
+  ``--no-preemption-warnings``, a planned shrink: the ring is asked to stop after its current round
+  (``ring_stop``: the chief checkpoints, nothing is redone) and the next generation leaves the warned
+  worker out (``ring_shrunk``), if the others are at least ``--min-workers``; its replacement joins
+  later by growth, as any arriving worker.
 
 One state machine, like the PS master's: ``State``, ``Event``, ``TRANSITIONS`` (using its ``Rule``).
 """
@@ -35,6 +40,7 @@ from tfhadoop.trainer.master import (
     REPLACE_BACKOFF_MAX_S,
     EventLog,
     HeartbeatWatch,
+    PreemptionWatch,
     Rule,
     TableMachine,
 )
@@ -64,6 +70,7 @@ class Event(str, enum.Enum):
     PROCESS_FAILED = "process_failed"  # a training process of the current generation failed of itself
     PROGRESS = "progress"  # the chief reported progress in this generation
     FINISHED = "finished"  # the chief's training process exited 0: trained, evaluated, exported
+    PREEMPTION_WARNED = "preemption_warned"  # YARN announced it will take a container back (PreemptionMessage)
 
 
 S = State
@@ -86,10 +93,14 @@ TRANSITIONS: dict[Event, Rule] = {
                                "counted); else FAILED"),
     Event.PROGRESS: Rule(frozenset({S.TRAINING, S.STOPPING}), frozenset(), "event first_round", stay=True),
     Event.FINISHED: Rule(frozenset({S.TRAINING, S.STOPPING}), frozenset({S.SUCCEEDED}), "SUCCEEDED"),
+    Event.PREEMPTION_WARNED: Rule(ALIVE, frozenset({S.STOPPING}),
+                                  "event preemption_warned; unless --no-preemption-warnings, a ring member while "
+                                  "training: ring_stop (checkpoint after the round), the next ring without it "
+                                  "(ring_shrunk) if the others are >= min_workers", stay=True),
 }
 
 
-class RingMaster(TableMachine, HeartbeatWatch):
+class RingMaster(TableMachine, HeartbeatWatch, PreemptionWatch):
     """The allreduce job master; the same outward face as :class:`master.Master` for ``main``,
     the job page and the client (events, progress, result)."""
 
@@ -121,6 +132,8 @@ class RingMaster(TableMachine, HeartbeatWatch):
         self.first_round_seen = True
         self.reached = 0  # the most steps any generation's chief reported (its progress, within ~1 s)
         self.reached_at_ring = 0  # ... when the current generation was published
+        self.warnings_read = 0  # bytes of protocol.PREEMPTION_WARNINGS_FILE read
+        self.warned: dict[str, float] = {}  # containers YARN announced it will preempt -> when (clock)
 
     # -- the state machine's handlers (dispatch: master.TableMachine) -------------------------
     def stop_coordinator(self) -> None:
@@ -136,7 +149,8 @@ class RingMaster(TableMachine, HeartbeatWatch):
         hung = c.id in self.hung
         preempted = not hung and "preempted" in (c.exit_message or "").lower()
         self.events.add("container_lost", role=role, slot=slot, container=c.id, preempted=preempted, hung=hung,
-                        yarn_container=c.yarn_container_id, state=str(c.state), diagnostics=c.exit_message)
+                        yarn_container=c.yarn_container_id, state=str(c.state), diagnostics=c.exit_message,
+                        **self.note_warned_loss(c.id))
         in_ring = self.ring is not None and slot in self.ring["slots"]
         retries = self.restarts.get((role, slot), 0)
         if preempted or hung:
@@ -194,8 +208,33 @@ class RingMaster(TableMachine, HeartbeatWatch):
         return State.STOPPING
 
     def on_ring_stopped(self, slots: list) -> State:
-        self.publish_ring(slots, "ring_grown")
+        kept = self.without_warned(slots)
+        self.publish_ring(kept, "ring_grown" if len(kept) > len(self.ring["slots"]) else
+                          "ring_shrunk" if len(kept) < len(slots) else "ring_restarted")
         return State.TRAINING
+
+    def on_preemption_warned(self, role: str | None, slot: int | None, container: str | None,
+                             yarn_container: str, contract: str, warned_at: float) -> State | None:
+        """A planned shrink: the ring stops after its round (the chief checkpoints: nothing redone)
+        and the next generation leaves the warned worker out, before YARN kills it mid-round."""
+        acting = bool(self.job["preemption_warnings"]) and role == "worker" and self.live.get((role, slot)) == container
+        if acting:
+            self.warned[container] = self.clock()
+        shrink = acting and self.state == State.TRAINING and slot in self.ring["slots"] and \
+            len(self.without_warned(self.ring["slots"])) < len(self.ring["slots"])
+        self.events.add("preemption_warned", role=role, slot=slot, container=container, yarn_container=yarn_container,
+                        contract=contract, warned_at=warned_at, reaction=["shrink"] if shrink else [])
+        if not shrink:
+            return None
+        self.app.kv[protocol.KV_RING_STOP] = str(self.gen).encode()
+        self.events.add("ring_stop_requested", gen=self.gen, leaving=[slot], reason="preemption_warned")
+        return State.STOPPING
+
+    def without_warned(self, slots: list) -> list:
+        """``slots`` less the live warned workers, if at least --min-workers are left (else all)."""
+        warned = {self.containers[cid][1] for cid in self.warned if cid in self.live.values()}
+        kept = [s for s in slots if s not in warned]
+        return kept if len(kept) >= self.job["min_workers"] else list(slots)
 
     def on_process_failed(self, slot: int, error: dict | None, rc: int) -> State:
         error = error or {"type": "unknown", "message": f"training process exited with {rc}"}
@@ -284,6 +323,7 @@ class RingMaster(TableMachine, HeartbeatWatch):
         for (_, slot), due in list(self.delayed.items()):
             if self.clock() >= due and not self.done:
                 self.dispatch(Event.REPLACEMENT_DUE, role="worker", slot=slot)
+        self.watch_preemption_warnings(Event.PREEMPTION_WARNED)
         if self.done:
             return self.outcome
         addrs = self.app.kv.get_prefix(protocol.KV_ADDR)
@@ -297,14 +337,14 @@ class RingMaster(TableMachine, HeartbeatWatch):
                 self.dispatch(Event.GANG_TIMEOUT, present=present)
         elif self.state == State.REFORMING:
             if len(present) >= self.job["min_workers"]:
-                self.dispatch(Event.RING_READY, slots=present)
+                self.dispatch(Event.RING_READY, slots=self.without_warned(present))
             elif waited > self.job["gang_timeout"]:
                 self.dispatch(Event.GANG_TIMEOUT, present=present)
         else:
             self.sampler.sample(self.workers_alive())
             self.observe_exits(present)
             if self.state == State.TRAINING:
-                outside = [s for s in present if s not in self.ring["slots"]]
+                outside = [s for s in self.without_warned(present) if s not in self.ring["slots"]]
                 if outside and len(self.ring["slots"]) < self.job["workers"]:
                     self.dispatch(Event.WORKER_ARRIVED, slots=outside)
             progress = self.app.kv.get(protocol.KV_PROGRESS)

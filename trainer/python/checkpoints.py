@@ -39,6 +39,16 @@ class CheckpointPolicy:
         return bool((self.steps and steps - self.last_steps >= self.steps)
                     or (self.secs and self.clock() - self.last_time >= self.secs))
 
+    def due_within(self, steps: int, within_s: float, steps_per_s: float | None) -> bool:
+        """Whether a checkpoint falls due within ``within_s`` seconds: by time, or by steps at
+        ``steps_per_s`` (None: unknown, then not by steps). Every task checkpoints when neither
+        interval is given: always."""
+        if not self.steps and not self.secs:
+            return True
+        by_time = self.secs and self.clock() - self.last_time + within_s >= self.secs
+        by_steps = self.steps and steps_per_s and self.last_steps + self.steps - steps <= steps_per_s * within_s
+        return bool(by_time or by_steps)
+
     def saved(self, steps: int) -> None:
         self.last_steps, self.last_time = steps, self.clock()
 

@@ -180,6 +180,136 @@ class Scheduler:
         return out
 
 
+class WorkerAvoidance:
+    """Keeps new closures off the workers the master names in ``protocol.AVOID_WORKERS_FILE``
+    (task indexes of workers YARN announced it will preempt), so that nothing of theirs is in
+    flight when YARN kills them: no closure to re-run elsewhere, no steps applied twice.
+
+    ClusterCoordinator has no public way to steer a closure to a worker: each worker's thread takes
+    the next closure from one shared queue (``_CoordinatedClosureQueue.get(tag=<task index>)``).
+    That ``get`` is wrapped, on the class and before the ClusterCoordinator is made (its worker
+    threads call it at once, and a call already waiting could not be steered): an avoided worker's
+    thread waits before taking a closure (its closure in flight finishes as usual), and one it was
+    already waiting for when it became avoided goes back to the queue (``put_back``, as TensorFlow
+    does for a lost worker's closure) for another worker. When the master takes the task index out
+    (the container was lost: TensorFlow then waits for its replacement as before; or YARN spared
+    it), the thread takes closures again. Without that queue class (another TensorFlow) the
+    warnings change nothing here, which is said once.
+
+    ``periods``: each avoidance (task, from, to, closures dispatched to it meanwhile: 0 unless this
+    fails), for the metrics; ``turned_back``: closures handed back to the queue."""
+
+    def __init__(self, path: str, queue_class=None, clock=time.time):
+        import threading
+
+        self.path, self.clock = path, clock
+        self.avoided: set[int] = set()
+        self.since: dict[int, tuple[float, int]] = {}  # task -> (when avoided, dispatched to it by then)
+        self.dispatched: dict[int, int] = {}  # task -> closures its worker thread took
+        self.periods: list[dict] = []
+        self.turned_back = 0
+        self.stamp = None  # the avoid file's (mtime, size, inode) last read
+        self.changed = threading.Condition()
+        if queue_class is None:
+            try:
+                from tensorflow.python.distribute.coordinator import cluster_coordinator
+
+                queue_class = getattr(cluster_coordinator, "_CoordinatedClosureQueue", None)
+            except ImportError:
+                queue_class = None
+        self.queue_class = queue_class
+        self.installed = queue_class is not None and callable(getattr(queue_class, "get", None)) and \
+            callable(getattr(queue_class, "put_back", None))
+        if not self.installed:
+            print("note: this TensorFlow's ClusterCoordinator has no closure queue to steer: a worker YARN "
+                  "announced for preemption keeps getting closures", flush=True)
+            return
+        self.real_get = real_get = queue_class.get
+
+        def get(queue, timeout=None, tag=None):
+            while True:
+                if tag is not None:
+                    self.wait_while_avoided(queue, tag)
+                closure = real_get(queue, timeout=timeout, tag=tag)
+                if closure is None or tag is None or getattr(closure, "tag", None) is not None:
+                    return closure  # none, or a worker's own resource closure (not ours to move)
+                with self.changed:
+                    avoided = tag in self.avoided
+                    if not avoided:
+                        self.dispatched[tag] = self.dispatched.get(tag, 0) + 1
+                if not avoided:
+                    return closure
+                queue.put_back(closure)  # avoided while it waited for this one: another worker takes it
+                self.turned_back += 1
+
+        queue_class.get = get
+
+    def uninstall(self) -> None:
+        if self.installed:
+            self.queue_class.get = self.real_get
+            self.installed = False
+
+    def wait_while_avoided(self, queue, tag: int) -> None:
+        with self.changed:
+            while tag in self.avoided and getattr(queue, "_should_process_closures", True):
+                self.changed.wait(0.5)
+
+    def refresh(self) -> None:
+        """Read the master's file when it changed (a stat per call: called every loop round)."""
+        try:
+            st = os.stat(self.path)
+            stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
+        except FileNotFoundError:
+            stamp = None
+        if stamp == self.stamp:
+            return
+        self.stamp = stamp
+        tasks: set[int] = set()
+        if stamp is not None:
+            try:
+                with open(self.path) as f:
+                    tasks = {int(t) for t in json.load(f)}
+            except (OSError, ValueError, TypeError):
+                self.stamp = None  # replaced while read: again next round
+                return
+        self.set(tasks)
+
+    def set(self, tasks: set) -> None:
+        now = self.clock()
+        with self.changed:
+            for t in sorted(set(tasks) - self.avoided):
+                self.since[t] = (now, self.dispatched.get(t, 0))
+                print(f"worker task {t}: YARN will preempt it; no new closures for it", flush=True)
+            for t in sorted(self.avoided - set(tasks)):
+                self.periods.append(self.period(t, now))
+                print(f"worker task {t}: closures for it again", flush=True)
+            self.avoided = set(tasks)
+            self.changed.notify_all()
+
+    def period(self, task: int, until: float | None) -> dict:
+        start, before = self.since.pop(task) if until is not None else self.since[task]
+        return {"task": task, "from": start, "to": until, "dispatched": self.dispatched.get(task, 0) - before}
+
+    def report(self) -> dict:
+        return {"steered": self.installed, "avoided": self.periods + [self.period(t, None) for t in sorted(self.avoided)],
+                "turned_back": self.turned_back, "dispatched": {str(k): v for k, v in sorted(self.dispatched.items())}}
+
+
+def checkpoint_request(work: str) -> dict | None:
+    """The master's ``protocol.CHECKPOINT_SOON_FILE`` (taken: removed), or None."""
+    path = os.path.join(work, protocol.CHECKPOINT_SOON_FILE)
+    try:
+        with open(path) as f:
+            request = json.load(f)
+    except (FileNotFoundError, ValueError):
+        return None
+    try:
+        os.remove(path)
+    except FileNotFoundError:
+        pass
+    return request
+
+
 class ClosureSize:
     """Steps per closure (``--steps-per-execution``, as in Keras ``compile``): a closure trains
     whole tasks until it has at least that many steps. ``auto`` sizes closures so one takes
@@ -233,6 +363,8 @@ def run(job: dict, cluster: dict, work: str, app=None, phases=None) -> dict:
     os.environ["TF_CONFIG"] = json.dumps({"cluster": cluster, "task": {"type": "chief", "index": 0}})
     resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
     strategy = tf.distribute.experimental.ParameterServerStrategy(resolver)
+    # before the ClusterCoordinator: its worker threads take closures from the start
+    avoidance = WorkerAvoidance(os.path.join(work, protocol.AVOID_WORKERS_FILE))
     coordinator = tf.distribute.experimental.coordinator.ClusterCoordinator(strategy)
     build = load_model_fn(job["model"])
     model = build_model(strategy, build, job["model"])
@@ -286,6 +418,9 @@ def run(job: dict, cluster: dict, work: str, app=None, phases=None) -> dict:
               f"them reads its shard from the start up to its first record (slower for late tasks); "
               f"an uncompressed export with its .tfrindex sidecars starts every task at its byte offset", flush=True)
     scheduler = Scheduler(coordinator, task_fn, IN_FLIGHT_PER_WORKER * len(cluster["worker"]))
+    avoidance.refresh()
+    early: list = []  # checkpoints the master asked for (YARN's preemption warnings), taken or not
+    rate_from = (time.monotonic(), state["steps"])  # the steps per second since this coordinator began
     size = ClosureSize(job["steps_per_execution"], len(cluster["worker"]))
     t_start = time.monotonic()
     first_step_at = None
@@ -339,7 +474,16 @@ def run(job: dict, cluster: dict, work: str, app=None, phases=None) -> dict:
             # leave part of its updates in the checkpoint but not its task in the ledger, and be
             # trained again on restore. So only a due checkpoint drains, not every few tasks.
             rescale = os.path.exists(os.path.join(work, RESCALE))  # the master has a new cluster spec for us
-            if rescale or policy.due(state["steps"]):
+            avoidance.refresh()
+            soon = checkpoint_request(work)
+            if soon is not None:  # YARN will take a container back soon: checkpoint before it goes?
+                elapsed = time.monotonic() - rate_from[0]
+                rate = (state["steps"] - rate_from[1]) / elapsed if elapsed > 1 else None
+                soon["taken"] = soon.get("reason") == "ps" or policy.due_within(state["steps"], soon["within_s"], rate)
+                early.append({**soon, "time": time.time(), "steps": state["steps"]})
+                print(f"checkpoint requested ({soon.get('reason')}): {'now' if soon['taken'] else 'none due soon'}",
+                      flush=True)
+            if rescale or policy.due(state["steps"]) or (soon and soon["taken"]):
                 drain(epoch, ledger)
                 if queue or rescale:  # the epoch's last checkpoint is taken below, with its history entry
                     saves_s += save()
@@ -394,6 +538,12 @@ def run(job: dict, cluster: dict, work: str, app=None, phases=None) -> dict:
                "first_step_s": (first_step_at - t_start) if first_step_at else None, "epochs": state["history"],
                "steps": state["steps"], "steps_per_execution": size.steps,
                "rejoins": rejoin_watch.rejoins, "app": getattr(app, "id", None), "epoch_timing": timing}
+    # Steps the parameter servers applied beyond the ones the ledger counts: the work of closures that
+    # ran (in part) on a worker lost meanwhile and ran again elsewhere (redone), since the checkpoint
+    # this coordinator restored (a restore sets both back alike).
+    metrics["applied_steps"] = int(model.optimizer.iterations.numpy())
+    metrics["redone_steps"] = metrics["applied_steps"] - state["steps"]
+    metrics["preemption"] = {**avoidance.report(), "checkpoints": early}
     if eval_split and manifest.split(eval_split):
         phases.enter(protocol.PHASE_EVALUATING)
         from tfhadoop.connectors.dataset import shard_url

@@ -90,6 +90,10 @@ class JobSpec:
     gang_timeout: float = 300  # allreduce: seconds to get >= min_workers workers before failing and releasing them
     round_timeout: float = 300  # allreduce: a training process that completes no round in this long is killed (0: off)
     commit_every_steps: int = 20  # allreduce: in-memory commit (outside the training process) this often (0: off)
+    # act on YARN's preemption warnings (PreemptionMessage, seen through yarn/am-agent): keep new work
+    # off a warned worker, checkpoint early (PS mode), shrink the ring at a round boundary (allreduce);
+    # False: only the preemption_warned events
+    preemption_warnings: bool = True
 
     def validate(self) -> JobSpec:
         if self.epochs is not None and self.steps is not None:
@@ -126,6 +130,8 @@ class JobSpec:
             raise CommandError(f"--gang-timeout must be positive, got {self.gang_timeout}")
         if self.commit_every_steps < 0:
             raise CommandError(f"--commit-every-steps must be positive (or 0: off), got {self.commit_every_steps}")
+        if not isinstance(self.preemption_warnings, bool):
+            raise CommandError(f"preemption_warnings must be true or false, got {self.preemption_warnings!r}")
         if self.round_timeout < 0:
             raise CommandError(f"--round-timeout must be positive (or 0: off), got {self.round_timeout}")
         for name in ("checkpoint_dir", "export_dir"):  # hdfs:///x, /x and x are qualified at submit
@@ -217,6 +223,26 @@ def _env(job: JobSpec, code: dict) -> dict:
     return env
 
 
+def am_agent_jar() -> str | None:
+    """The application master agent (yarn/am-agent, built into jars/ by ``make jars``), or None."""
+    from tfhadoop.hadoop import jars_dir
+
+    path = jars_dir() / protocol.AM_AGENT_JAR
+    return str(path) if path.is_file() else None
+
+
+def master_agent(env: dict, files: dict, agent: str | None) -> None:
+    """Ship the AM agent with the master and load it into Skein's application master JVM: Skein
+    puts the master's files in the AM container's working directory (and ``./*`` on the JVM's
+    classpath) and gives the JVM the master's environment. The agent appends YARN's preemption
+    warnings to ``protocol.PREEMPTION_WARNINGS_FILE`` there, for the job master."""
+    import skein
+
+    if agent:
+        files[protocol.AM_AGENT_JAR] = skein.File(source=agent, type="file")
+        env[protocol.ENV_JAVA_TOOL_OPTIONS] = f"-javaagent:./{protocol.AM_AGENT_JAR}={protocol.PREEMPTION_WARNINGS_FILE}"
+
+
 def application_spec(job: JobSpec, manifest, job_file: str, code: dict | None = None):
     """The Skein application: the job master in the AM container, ``ps`` and ``worker`` services
     with no instances (the master adds each container with its slot and port). No dataset shard
@@ -236,6 +262,8 @@ def application_spec(job: JobSpec, manifest, job_file: str, code: dict | None = 
     # A packed environment is unpacked by YARN into ./env of every container (one download per node).
     packed = {"env": skein.File(source=job.python_archive, type="archive")} if job.python_archive else {}
     packed.update({name: skein.File(source=path, type="archive") for name, path in code.items()})
+    master_env, master_files = dict(env), {"job.json": skein.File(source=job_file, type="file"), **packed}
+    master_agent(master_env, master_files, am_agent_jar())
     return skein.ApplicationSpec(
         # A second application attempt when the AM container is lost: its master finds the job's
         # state in the job directory and restarts the roles from the latest checkpoint (Skein does
@@ -243,8 +271,7 @@ def application_spec(job: JobSpec, manifest, job_file: str, code: dict | None = 
         name=job.name, queue=job.queue, max_attempts=MAX_AM_ATTEMPTS,
         master=skein.Master(resources=skein.Resources(memory=mebibytes(job.master_memory), vcores=1),
                             script=f"{job.python} -m tfhadoop.trainer.master",
-                            files={"job.json": skein.File(source=job_file, type="file"), **packed},
-                            env=env),
+                            files=master_files, env=master_env),
         services={
             "ps": skein.Service(instances=0, max_restarts=0, allow_failures=True, script=role, env=env, files=packed,
                                 resources=skein.Resources(memory=mebibytes(job.ps_memory), vcores=1)),
@@ -267,6 +294,9 @@ def submit(job: JobSpec, client=None, validate_model: bool = True, notice=print,
     conf = hadoop.use_cluster()
     if manifest is None:
         manifest = validate_job(job, conf, model=validate_model, notice=notice)
+    if am_agent_jar() is None:
+        notice(f"note: {protocol.AM_AGENT_JAR} is not in jars/ (make jars): the job master will not see YARN's "
+               f"preemption warnings")
     folder = tempfile.mkdtemp(prefix="tfhadoop-job-")
     job_file = os.path.join(folder, "job.json")
     with open(job_file, "w") as f:

@@ -27,7 +27,13 @@ and port each must use), assembles the cluster spec from the addresses the conta
   than that phase's ``phase_timeouts`` limit: killed and restarted from the checkpoint as after a
   failure (``coordinator_hung``);
 - the application master lost: YARN starts attempt 2, whose master restarts every role and the
-  coordinator from the latest checkpoint in the job directory (``am_restarted``).
+  coordinator from the latest checkpoint in the job directory (``am_restarted``);
+- YARN's warning before it preempts a container (``preemption_warned``: the PreemptionMessage that
+  Skein's application master receives, recorded by the agent in yarn/am-agent): a worker is
+  handed no new closure (``avoid_workers.json``: its closures in flight finish, so nothing of
+  its work is lost at the kill) and a checkpoint due within ``PREEMPTION_CHECKPOINT_WITHIN_S`` is
+  taken now; a warned PS: a checkpoint now (the restart after its loss resumes from there).
+  ``--no-preemption-warnings``: the events only, no reaction.
 
 All of this is one state machine: ``State``, ``Event`` and the ``TRANSITIONS`` table, one
 ``on_<event>`` handler each (docs/design/trainer.md shows the table).
@@ -64,6 +70,13 @@ NODE_LOST_DIAGNOSTICS = "released on a *lost* node"
 # a lost node its "up" key outlives its process until YARN declares the node lost.
 SILENT_S = max(3 * protocol.HEARTBEAT_S, 10)
 CLUSTER_ERRORS = ("UnavailableError", "AbortedError", "CancelledError", "DeadlineExceededError")
+# YARN kills a container it announced for preemption after
+# yarn.resourcemanager.monitor.capacity.preemption.max_wait_before_kill (default 15 s): a checkpoint
+# due that soon after a worker's warning is taken at once, while every worker is still there.
+PREEMPTION_CHECKPOINT_WITHIN_S = 15.0
+# A warned container still running this long after its warning was spared (YARN found the resources
+# elsewhere, or the other application ended): it gets work again (``preemption_withdrawn``).
+PREEMPTION_WITHDRAWN_S = 60.0
 
 
 class EventLog:
@@ -181,6 +194,7 @@ class Event(str, enum.Enum):
     PROGRESS = "progress"  # the coordinator reported progress since it was given the spec
     COORDINATOR_STALE = "coordinator_stale"  # its heartbeat is silent, or it is stuck in one phase
     COORDINATOR_EXITED = "coordinator_exited"
+    PREEMPTION_WARNED = "preemption_warned"  # YARN announced it will take a container back (PreemptionMessage)
 
 
 S = State
@@ -259,6 +273,11 @@ TRANSITIONS: dict[Event, Rule] = {
                                    "0: SUCCEEDED; 75 after a rescale request: respawn with the new spec; a "
                                    "cluster error: respawn after backoff; a model bug, a repeated error or "
                                    "more than max_coordinator_restarts: FAILED"),
+    Event.PREEMPTION_WARNED: Rule(ALIVE, frozenset(),
+                                  "event preemption_warned; unless --no-preemption-warnings: a worker gets no new "
+                                  "closure until it is lost (avoid_workers.json; spared after 60 s: "
+                                  "preemption_withdrawn) and a checkpoint due within 15 s is taken now; a PS: a "
+                                  "checkpoint now (checkpoint_soon.json)", stay=True),
 }
 
 
@@ -328,6 +347,60 @@ class HeartbeatWatch:
             print(f"cannot kill {container}: {exc}", flush=True)
 
 
+class PreemptionWatch:
+    """YARN's preemption warnings, shared by the PS master and the ring master: the lines the agent
+    in Skein's application master JVM (yarn/am-agent) appends to ``PREEMPTION_WARNINGS_FILE`` in
+    the work dir, each a container YARN named in a PreemptionMessage, turned into the master's own
+    PREEMPTION_WARNED event with the role and slot of that container. ``warned`` holds the warned
+    containers (-> when, by ``clock``) until they are lost or spared. Needs ``work``, ``app``,
+    ``containers``, ``live``, ``clock``, ``done`` and ``dispatch`` on the master."""
+
+    def read_preemption_warnings(self) -> list[dict]:
+        """The complete lines appended since the last call (a line still being written waits)."""
+        path = os.path.join(self.work, protocol.PREEMPTION_WARNINGS_FILE)
+        try:
+            with open(path, "rb") as f:
+                f.seek(self.warnings_read)
+                data = f.read()
+        except FileNotFoundError:
+            return []
+        end = data.rfind(b"\n") + 1
+        self.warnings_read += end
+        out = []
+        for line in data[:end].splitlines():
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                print(f"ignoring a malformed line of {path}: {line[:200]!r}", flush=True)
+        return out
+
+    def watch_preemption_warnings(self, event) -> None:
+        """Dispatch ``event`` for each new warning, and forget the warnings of containers still
+        running ``PREEMPTION_WITHDRAWN_S`` after them (``preemption_withdrawn``)."""
+        warnings = self.read_preemption_warnings()
+        if warnings:
+            by_yarn_id = {c.yarn_container_id: c.id for c in self.app.get_containers(services=["ps", "worker"])
+                          if getattr(c, "yarn_container_id", None)}
+            for w in warnings:
+                cid = by_yarn_id.get(w.get("container"))
+                role, slot = self.containers.get(cid, ("master", None) if w.get("container") == os.environ.get(
+                    "CONTAINER_ID") else (None, None))
+                if not self.done:
+                    self.dispatch(event, role=role, slot=slot, container=cid, yarn_container=w.get("container"),
+                                  contract=w.get("contract"), warned_at=(w.get("time") or 0) / 1000)
+        for cid, at in list(self.warned.items()):
+            if self.clock() - at > PREEMPTION_WITHDRAWN_S and cid in self.live.values():
+                del self.warned[cid]
+                role, slot = self.containers[cid]
+                self.events.add("preemption_withdrawn", role=role, slot=slot, container=cid,
+                                after_s=round(self.clock() - at, 1))
+
+    def note_warned_loss(self, cid: str) -> dict:
+        """For the container_lost event: how long after its warning a warned container went."""
+        at = self.warned.pop(cid, None)
+        return {} if at is None else {"warned_s": round(self.clock() - at, 1)}
+
+
 class CoordinatorWatch:
     """The coordinator's watchdog on the master's side: when its report (``protocol.KV_COORDINATOR``,
     written by trainer/python/phases.py) last had a new ``beat`` and a new ``(phase, mark)``, by
@@ -381,7 +454,7 @@ class CoordinatorWatch:
         return None
 
 
-class Master(TableMachine, HeartbeatWatch, CoordinatorWatch):
+class Master(TableMachine, HeartbeatWatch, CoordinatorWatch, PreemptionWatch):
     TRANSITIONS = TRANSITIONS
 
     def __init__(self, app, job: dict, work: str, clock=time.monotonic, attempt: int = 1):
@@ -417,6 +490,10 @@ class Master(TableMachine, HeartbeatWatch, CoordinatorWatch):
         self.progress_at_begin: bytes | None = None  # "progress" when it was given the spec
         self.first_wave_seen = True
         self.rescale_pending = False
+        self.warnings_read = 0  # bytes of PREEMPTION_WARNINGS_FILE read
+        self.warned: dict[str, float] = {}  # containers YARN announced it will preempt -> when (self.clock)
+        self.avoiding: list[int] | None = None  # the task indexes last written to AVOID_WORKERS_FILE
+        self.checkpoint_requests = 0
 
     # -- the state machine's handlers (dispatch: TableMachine) ---------------------------------
     def on_am_restarted(self) -> State | None:
@@ -443,7 +520,8 @@ class Master(TableMachine, HeartbeatWatch, CoordinatorWatch):
         node_lost = not hung and NODE_LOST_DIAGNOSTICS in message
         self.events.add("container_lost", role=role, slot=slot, container=c.id, preempted=preempted, hung=hung,
                         node_lost=node_lost, yarn_container=c.yarn_container_id, state=str(c.state),
-                        diagnostics=c.exit_message)
+                        diagnostics=c.exit_message, **self.note_warned_loss(c.id))
+        self.publish_avoided()
         retries = self.restarts.get((role, slot), 0)
         if self.state == State.STARTING:
             if not (preempted or hung or node_lost):  # a container that cannot start is a setup error: fail fast
@@ -544,6 +622,51 @@ class Master(TableMachine, HeartbeatWatch, CoordinatorWatch):
                 f"in phase {phase} for {in_phase_s:.0f} s without progress")
         return self.restart_coordinator(f"coordinator hung ({what})")
 
+    def on_preemption_warned(self, role: str | None, slot: int | None, container: str | None,
+                             yarn_container: str, contract: str, warned_at: float) -> None:
+        """YARN will take ``container`` back (within max_wait_before_kill, 15 s by default): a worker
+        is handed no new closure from now on, so that none of its work is in flight when it goes,
+        and a checkpoint due soon is taken now; a PS: a checkpoint now. The loss itself is handled
+        as any preemption (CONTAINER_LOST)."""
+        acting = bool(self.job["preemption_warnings"]) and role in ("ps", "worker") and \
+            self.live.get((role, slot)) == container
+        reaction = []
+        if acting and role == "worker":
+            self.warned[container] = self.clock()
+            self.publish_avoided()
+            reaction.append("avoid")
+        if acting and self.state in (State.TRAINING, State.WAITING):
+            reason = "ps" if role == "ps" else "worker"
+            self.request_checkpoint(reason, PREEMPTION_CHECKPOINT_WITHIN_S)
+            reaction.append("checkpoint_now" if role == "ps" else f"checkpoint_if_due_within_{PREEMPTION_CHECKPOINT_WITHIN_S:g}s")
+        self.events.add("preemption_warned", role=role, slot=slot, container=container, yarn_container=yarn_container,
+                        contract=contract, warned_at=warned_at, reaction=reaction,
+                        task=self.spec_index(role, slot) if role in ("ps", "worker") else None)
+
+    def publish_avoided(self) -> None:
+        """The task indexes of the live warned workers, for the coordinator (written whole, and only
+        when they changed): it hands them no new closure."""
+        tasks = sorted(i for cid in self.warned if cid in self.containers
+                       for role, slot in [self.containers[cid]]
+                       if role == "worker" and self.live.get((role, slot)) == cid
+                       for i in [self.spec_index(role, slot)] if i is not None)
+        if tasks == self.avoiding:
+            return
+        path = os.path.join(self.work, protocol.AVOID_WORKERS_FILE)
+        with open(path + ".tmp", "w") as f:
+            json.dump(tasks, f)
+        os.replace(path + ".tmp", path)
+        self.avoiding = tasks
+
+    def request_checkpoint(self, reason: str, within_s: float) -> None:
+        """Ask the coordinator for a checkpoint now (``reason`` "ps") or if one is due within
+        ``within_s`` s; it removes the file when it has decided (a newer request replaces an older)."""
+        self.checkpoint_requests += 1
+        path = os.path.join(self.work, protocol.CHECKPOINT_SOON_FILE)
+        with open(path + ".tmp", "w") as f:
+            json.dump({"reason": reason, "within_s": within_s, "id": self.checkpoint_requests}, f)
+        os.replace(path + ".tmp", path)
+
     def restart_coordinator(self, message: str) -> State:
         """After a coordinator failure: a new one after backoff (2, 4, .. 30 s), resuming from the
         checkpoint; FAILED after ``max_coordinator_restarts``."""
@@ -558,6 +681,8 @@ class Master(TableMachine, HeartbeatWatch, CoordinatorWatch):
         """One round of the main loop: observe containers, heartbeats, addresses and the
         coordinator, dispatch what changed; the outcome once the job ended."""
         self.observe_containers()
+        self.watch_preemption_warnings(Event.PREEMPTION_WARNED)
+        self.publish_avoided()
         self.note_hdfs_retries()
         self.events.flush()
         if self.state in RUNNING:
@@ -732,8 +857,9 @@ class Master(TableMachine, HeartbeatWatch, CoordinatorWatch):
 
     def check_startup(self) -> None:
         """While the cluster starts: losses (a preempted or hung one is replaced), due
-        replacements, and the coordinator, which must not exit yet."""
+        replacements, preemption warnings, and the coordinator, which must not exit yet."""
         self.observe_containers()
+        self.watch_preemption_warnings(Event.PREEMPTION_WARNED)
         if self.state == State.FAILED:
             raise RuntimeError(self.outcome[1])
         if self.coordinator and self.coordinator.poll() is not None:
@@ -759,7 +885,7 @@ class Master(TableMachine, HeartbeatWatch, CoordinatorWatch):
         from tfhadoop.trainer.coordinator import RESCALE
 
         self.coordinator_attempts += 0 if planned else 1
-        for name in ("error.json", "cluster.json", RESCALE):
+        for name in ("error.json", "cluster.json", RESCALE, protocol.CHECKPOINT_SOON_FILE):
             if os.path.exists(os.path.join(self.work, name)):
                 os.remove(os.path.join(self.work, name))
         self.rescale_pending, self.given, self.spawned_at = False, None, self.clock()
@@ -783,6 +909,8 @@ class Master(TableMachine, HeartbeatWatch, CoordinatorWatch):
 
     def begin_coordinator(self) -> None:
         """Hand the waiting coordinator the current spec (written whole: it polls for the file)."""
+        self.avoiding = None
+        self.publish_avoided()  # task indexes of the new spec
         for name, value in (("worker_slots.json", self.in_spec), ("cluster.json", self.cluster)):
             path = os.path.join(self.work, name)  # cluster.json last: the coordinator waits for it
             with open(path + ".tmp", "w") as f:
@@ -918,6 +1046,9 @@ def enrich_exit_statuses(events: EventLog, app_id: str) -> bool:
 
 
 def main() -> int:
+    # The AM agent's -javaagent option is for Skein's JVM only (protocol.ENV_JAVA_TOOL_OPTIONS): no JVM
+    # this process starts (libhdfs, a coordinator's) loads it.
+    os.environ.pop(protocol.ENV_JAVA_TOOL_OPTIONS, None)
     import skein
 
     work = os.getcwd()

@@ -61,6 +61,20 @@ KV_RING = "ring"  # {"gen": g, "worker": [host:port, ...], "slots": [...]}: the 
 KV_RING_STOP = "ring_stop"  # g: the ring of generation g checkpoints after its current round and exits 75
 KV_RING_EXIT = "ring_exit/"  # ring_exit/<slot>: {"gen", "rc", "error"} of the slot's last training process
 
+# -- YARN's preemption warnings (yarn/am-agent, master.PreemptionWatch) ------------------------
+# The Java agent (jars/AM_AGENT_JAR, shipped in the master's files) runs in Skein's application
+# master JVM, loaded by ENV_JAVA_TOOL_OPTIONS; it appends each container that an AllocateResponse's
+# PreemptionMessage names to PREEMPTION_WARNINGS_FILE in the AM container's working directory (the
+# master's work dir), one JSON object a line: {"time": ms, "container": yarn container id,
+# "contract": "strict" | "negotiable"}.
+AM_AGENT_JAR = "tfhadoop-am-agent.jar"
+ENV_JAVA_TOOL_OPTIONS = "JAVA_TOOL_OPTIONS"  # -javaagent:./AM_AGENT_JAR=PREEMPTION_WARNINGS_FILE (AM JVM only)
+PREEMPTION_WARNINGS_FILE = "preemption_warnings.jsonl"
+# The master's reaction, to the coordinator (files in the work dir, written whole then renamed):
+AVOID_WORKERS_FILE = "avoid_workers.json"  # [task index, ...]: hand these workers no new closure
+CHECKPOINT_SOON_FILE = "checkpoint_soon.json"  # {"reason", "within_s", "id"}: checkpoint now if one is
+# due within within_s s ("ps": now, whatever is due); the coordinator removes the file when done
+
 # -- environment of the role containers -------------------------------------------------------
 ENV_ROLE = "TFH_ROLE"
 ENV_SLOT = "TFH_SLOT"

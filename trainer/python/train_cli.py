@@ -69,6 +69,11 @@ def register(subparsers) -> None:
         p.add_argument(flag, type=kind, help=text)
     p.add_argument("--python-path", action="append", default=None,
                    help="directory with the model's code, shipped to every container and put on PYTHONPATH (repeatable)")
+    p.add_argument("--no-preemption-warnings", action="store_true",
+                   help="do not act on YARN's preemption warnings (they are still logged as preemption_warned "
+                        "events); by default a warned worker gets no new work, and a checkpoint due soon (a warned "
+                        "PS: at once) is taken before the container goes; allreduce: the ring shrinks at a round "
+                        "boundary")
     p.add_argument("--detach", action="store_true", help="print the application id and return")
     p.add_argument("--no-validate", action="store_true",
                    help="skip the submit-time model check (import, build, one forward pass on a batch)")
@@ -90,6 +95,8 @@ def job_from_args(args):
             data[key] = getattr(args, key)
     if args.python_path:
         data["python_path"] = args.python_path
+    if getattr(args, "no_preemption_warnings", False):
+        data["preemption_warnings"] = False
     missing = [k for k in ("model", "data", "checkpoint_dir", "export_dir") if not data.get(k)]
     if missing:
         raise CommandError("missing " + ", ".join("--" + k.replace("_", "-") for k in missing))

@@ -300,7 +300,11 @@ public final class EmbeddedCluster {
         "org.apache.hadoop.yarn.server.resourcemanager.monitor.capacity.ProportionalCapacityPreemptionPolicy");
     String p = "yarn.resourcemanager.monitor.capacity.preemption.";
     conf.setLong(p + "monitoring_interval", 1000);
-    conf.setLong(p + "max_wait_before_kill", 3000);
+    // A selected container is announced to its application master (PreemptionMessage) and killed
+    // this long after. 10 s (YARN's default: 15 s) leaves the warning time to act: Skein's AM sees it
+    // at its next heartbeat (every 5 s when it has no request pending, else 1 s), the job master within
+    // its next 1 s round, and a worker's closures in flight finish before the kill (issue 12, row 6).
+    conf.setLong(p + "max_wait_before_kill", 10000);
     conf.setFloat(p + "total_preemption_per_round", 1.0f);
     conf.setFloat(p + "max_ignored_over_capacity", 0.0f);
     conf.setFloat(p + "natural_termination_factor", 1.0f);

@@ -1,0 +1,402 @@
+"""Issue 12, row 6: YARN's preemption warnings (the PreemptionMessage that Skein's application
+master receives, recorded by the agent in yarn/am-agent). The masters' reaction against fake Skein
+clients: a warned worker gets no new work and a checkpoint due soon is taken now (PS mode), a
+warned ring member leaves the ring at a round boundary (allreduce); the coordinator's side against
+a fake closure queue and against TensorFlow's own ClusterCoordinator (in-process servers)."""
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+
+import pytest
+from test_train_moved_worker import FakeApp, _kinds, _start, master  # noqa: F401
+
+from tfhadoop.trainer import protocol
+
+
+def _warn(master, yarn_container: str, contract: str = "negotiable", t_ms: int = 1700000000000, newline=True):
+    """What the agent appends in the AM container's working directory."""
+    with open(os.path.join(master.work, protocol.PREEMPTION_WARNINGS_FILE), "a") as f:
+        f.write(json.dumps({"time": t_ms, "container": yarn_container, "contract": contract}) + ("\n" if newline else ""))
+
+
+def _file(master, name):
+    path = os.path.join(master.work, name)
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def _clock(master):
+    now = [0.0]
+    master.clock = lambda: now[0]
+    return now
+
+
+def _event(master, kind):
+    return [e for e in master.events.events if e["event"] == kind]
+
+
+def test_a_warned_worker_gets_no_new_work_and_a_checkpoint_due_soon_is_asked_for(master):
+    now = _clock(master)
+    _start(master)
+    assert _file(master, protocol.AVOID_WORKERS_FILE) == []
+    _warn(master, "y-worker_1")
+    master.step()
+    (warned,) = _event(master, "preemption_warned")
+    assert (warned["role"], warned["slot"], warned["container"], warned["yarn_container"], warned["contract"]) == \
+        ("worker", 1, "worker_1", "y-worker_1", "negotiable")
+    assert warned["task"] == 1 and warned["warned_at"] == 1700000000.0
+    assert warned["reaction"] == ["avoid", "checkpoint_if_due_within_15s"]
+    assert _file(master, protocol.AVOID_WORKERS_FILE) == [1]  # its task index in the spec
+    assert _file(master, protocol.CHECKPOINT_SOON_FILE) == {"reason": "worker", "within_s": 15.0, "id": 1}
+    master.step()  # the same line is not read twice
+    assert len(_event(master, "preemption_warned")) == 1
+    now[0] += 9  # YARN kills it (max_wait_before_kill)
+    c = next(c for c in master.app.containers if c.id == "worker_1")
+    c.exit_message = "Container preempted by scheduler"
+    master.app.lose("worker_1")
+    master.step()
+    lost = _event(master, "container_lost")[-1]
+    assert lost["preempted"] and lost["warned_s"] == 9.0
+    assert _file(master, protocol.AVOID_WORKERS_FILE) == []  # TensorFlow waits for its replacement as before
+    assert _kinds(master)[-2:] == ["container_lost", "replacement_requested"]
+    assert "coordinator_failed" not in _kinds(master) and master.state.value == "training"
+
+
+def test_the_task_index_follows_the_spec_not_the_slot(master):
+    _start(master, workers=(1,))  # worker 1 came first: task 0
+    master.app.serve("worker", 0, "h:10")
+    _warn(master, "y-worker_1")
+    master.step()
+    assert _event(master, "preemption_warned")[0]["task"] == 0
+    assert _file(master, protocol.AVOID_WORKERS_FILE) == [0]
+
+
+def test_a_warned_parameter_server_asks_for_a_checkpoint_now(master):
+    _start(master)
+    _warn(master, "y-ps_0", contract="strict")
+    master.step()
+    (warned,) = _event(master, "preemption_warned")
+    assert (warned["role"], warned["slot"], warned["contract"], warned["reaction"]) == ("ps", 0, "strict",
+                                                                                        ["checkpoint_now"])
+    assert _file(master, protocol.CHECKPOINT_SOON_FILE)["reason"] == "ps"
+    assert _file(master, protocol.AVOID_WORKERS_FILE) == []
+
+
+def test_without_preemption_warnings_the_warning_is_only_logged(master):
+    master.job["preemption_warnings"] = False
+    _start(master)
+    _warn(master, "y-worker_0")
+    master.step()
+    (warned,) = _event(master, "preemption_warned")
+    assert warned["slot"] == 0 and warned["reaction"] == []
+    assert _file(master, protocol.AVOID_WORKERS_FILE) == [] and _file(master, protocol.CHECKPOINT_SOON_FILE) is None
+
+
+def test_a_spared_worker_gets_work_again(master):
+    from tfhadoop.trainer.master import PREEMPTION_WITHDRAWN_S
+
+    now = _clock(master)
+    _start(master)
+    _warn(master, "y-worker_0")
+    master.step()
+    assert _file(master, protocol.AVOID_WORKERS_FILE) == [0]
+    now[0] += PREEMPTION_WITHDRAWN_S - 1
+    master.step()
+    assert _file(master, protocol.AVOID_WORKERS_FILE) == [0]
+    now[0] += 2
+    master.step()
+    (spared,) = _event(master, "preemption_withdrawn")
+    assert (spared["slot"], spared["container"]) == (0, "worker_0")
+    assert _file(master, protocol.AVOID_WORKERS_FILE) == []
+
+
+def test_a_line_still_being_written_waits_and_unknown_containers_are_named_only(master):
+    _start(master)
+    _warn(master, "y-worker_0", newline=False)
+    master.step()
+    assert not _event(master, "preemption_warned")
+    with open(os.path.join(master.work, protocol.PREEMPTION_WARNINGS_FILE), "a") as f:
+        f.write("\n" + json.dumps({"time": 1, "container": "container_gone_01_000009", "contract": "strict"}) + "\n")
+    master.step()
+    first, second = _event(master, "preemption_warned")
+    assert first["slot"] == 0 and first["reaction"]
+    assert (second["role"], second["container"], second["reaction"]) == (None, None, [])
+    assert _file(master, protocol.AVOID_WORKERS_FILE) == [0]
+
+
+def test_the_am_agent_goes_to_the_application_master_only(tmp_path, monkeypatch):
+    from tfhadoop.connectors.dataset import Manifest
+    from tfhadoop.trainer.job import JobSpec, application_spec
+
+    base = {"model": "m:build", "data": "hdfs:///d", "checkpoint_dir": "hdfs:///c", "export_dir": "hdfs:///e"}
+    manifest = Manifest("hdfs:///d", "none", (), {}, {})
+    monkeypatch.setenv("TFHADOOP_JARS", str(tmp_path))
+    without = application_spec(JobSpec.from_dict(base), manifest, "/tmp/job.json")
+    assert protocol.AM_AGENT_JAR not in without.master.files and "JAVA_TOOL_OPTIONS" not in without.master.env
+    (tmp_path / protocol.AM_AGENT_JAR).write_bytes(b"PK")
+    spec = application_spec(JobSpec.from_dict(base), manifest, "/tmp/job.json")
+    assert spec.master.files[protocol.AM_AGENT_JAR].source.endswith(f"{tmp_path}/{protocol.AM_AGENT_JAR}")
+    assert spec.master.env["JAVA_TOOL_OPTIONS"] == "-javaagent:./tfhadoop-am-agent.jar=preemption_warnings.jsonl"
+    for service in spec.services.values():  # the roles' JVMs (libhdfs) never load it
+        assert "JAVA_TOOL_OPTIONS" not in service.env and protocol.AM_AGENT_JAR not in service.files
+
+
+def test_preemption_warnings_flag_and_yaml(tmp_path):
+    import argparse
+
+    from tfhadoop.errors import CommandError
+    from tfhadoop.trainer import train_cli
+    from tfhadoop.trainer.job import JobSpec, job_settings
+
+    base = {"model": "m:build", "data": "hdfs:///d", "checkpoint_dir": "hdfs:///c", "export_dir": "hdfs:///e"}
+    assert JobSpec.from_dict(base).preemption_warnings is True and job_settings({})["preemption_warnings"] is True
+    spec = tmp_path / "job.yaml"
+    spec.write_text("".join(f"{k}: {v}\n" for k, v in base.items()) + "preemption_warnings: false\n")
+    parser = argparse.ArgumentParser()
+    train_cli.register(parser.add_subparsers())
+    assert train_cli.job_from_args(parser.parse_args(["train", str(spec)])).preemption_warnings is False
+    flags = [f"--{k.replace('_', '-')}={v}" for k, v in base.items()]
+    assert train_cli.job_from_args(parser.parse_args(["train", *flags])).preemption_warnings is True
+    assert train_cli.job_from_args(parser.parse_args(["train", *flags, "--no-preemption-warnings"])) \
+        .preemption_warnings is False
+    with pytest.raises(CommandError, match="preemption_warnings must be true or false"):
+        JobSpec.from_dict({**base, "preemption_warnings": "no"})
+
+
+def test_the_design_table_names_the_event():
+    from tfhadoop.trainer import master as m
+
+    assert "| preemption_warned |" in m.transition_table()
+
+
+# -- allreduce: a planned shrink ------------------------------------------------------------------
+@pytest.fixture
+def ring(tmp_path, monkeypatch):
+    from tfhadoop.connectors import hdfs
+    from tfhadoop.trainer import allreduce_master as am
+
+    monkeypatch.setattr(hdfs, "write_bytes", lambda *a, **k: None)
+    monkeypatch.setattr(hdfs, "append_bytes", lambda *a, **k: None)
+    now = [0.0]
+    job = {"checkpoint_dir": "hdfs://nn/c", "strategy": "allreduce", "ps": 0, "workers": 3, "min_workers": 1,
+           "startup_wait": 30, "gang_timeout": 100, "queue": "q", "hang_timeout": 0}
+    master = am.RingMaster(FakeApp(), job, str(tmp_path), clock=lambda: now[0])
+    master.now = now
+    for slot in range(3):
+        master.start(slot)
+    for slot in range(3):
+        master.app.serve("worker", slot, f"h:{slot + 1}")
+    master.step()
+    return master
+
+
+def _ring(master):
+    return json.loads(master.app.kv["ring"].decode())
+
+
+def test_a_warned_ring_member_leaves_at_a_round_boundary(ring):
+    from tfhadoop.trainer.allreduce import STOP_EXIT
+
+    assert _ring(ring)["slots"] == [0, 1, 2]
+    _warn(ring, "y-worker_1")
+    ring.step()
+    assert ring.state.value == "stopping" and ring.app.kv["ring_stop"] == b"1"
+    assert _event(ring, "preemption_warned")[0]["reaction"] == ["shrink"]
+    for slot in range(3):  # the ring checkpointed after its round and exited 75
+        ring.app.kv[f"ring_exit/{slot}"] = json.dumps({"gen": 1, "rc": STOP_EXIT, "error": None}).encode()
+    ring.step()
+    assert _ring(ring) == {"gen": 2, "slots": [0, 2], "worker": ["h:1", "h:3"]}
+    assert _kinds(ring)[-1] == "ring_shrunk"
+    ring.step()  # the warned worker is not taken back in while it lives
+    assert ring.state.value == "training" and _ring(ring)["gen"] == 2
+    c = ring.app.containers[1]
+    c.exit_message = "Container preempted by scheduler"
+    ring.app.lose(c.id)
+    ring.step()  # not a member: no re-forming; replaced
+    assert ring.state.value == "training" and _ring(ring)["gen"] == 2
+    assert _event(ring, "container_lost")[0]["warned_s"] == 0.0
+    ring.app.serve("worker", 1, "h:9")  # the replacement arrives: growth, as for any worker
+    ring.step()
+    assert ring.state.value == "stopping" and ring.app.kv["ring_stop"] == b"2"
+
+
+def test_a_warning_leaving_fewer_than_min_workers_does_not_shrink(ring):
+    ring.job["min_workers"] = 3
+    _warn(ring, "y-worker_2")
+    ring.step()
+    assert ring.state.value == "training" and _event(ring, "preemption_warned")[0]["reaction"] == []
+
+
+def test_ring_without_preemption_warnings_only_logs(ring):
+    ring.job["preemption_warnings"] = False
+    _warn(ring, "y-worker_0")
+    ring.step()
+    assert ring.state.value == "training" and _event(ring, "preemption_warned")[0]["reaction"] == []
+
+
+# -- the coordinator's side -------------------------------------------------------------------------
+class FakeClosure:
+    def __init__(self, n):
+        self.n, self.tag = n, None
+
+
+class FakeQueue:
+    """TensorFlow's _CoordinatedClosureQueue as far as the worker threads use it."""
+
+    def __init__(self):
+        self.items, self.cond, self._should_process_closures = [], threading.Condition(), True
+        self.put_backs = 0
+
+    def put(self, closure):
+        with self.cond:
+            self.items.append(closure)
+            self.cond.notify_all()
+
+    def get(self, timeout=None, tag=None):
+        with self.cond:
+            while not self.items:
+                if not self.cond.wait(timeout) or not self._should_process_closures:
+                    return None
+            return self.items.pop(0)
+
+    def put_back(self, closure):
+        self.put_backs += 1
+        self.put(closure)
+
+
+@pytest.fixture
+def avoidance(tmp_path):
+    from tfhadoop.trainer.coordinator import WorkerAvoidance
+
+    made = []
+
+    def make():
+        made.append(WorkerAvoidance(str(tmp_path / protocol.AVOID_WORKERS_FILE), queue_class=FakeQueue))
+        return made[-1]
+
+    yield make
+    for a in made:
+        a.uninstall()
+
+
+def _worker(queue, tag, taken, stop, timeout=0.2):
+    while not stop.is_set():
+        closure = queue.get(timeout=timeout, tag=tag)
+        if closure is not None:
+            taken.append((tag, closure.n))
+
+
+def test_worker_avoidance_keeps_closures_off_an_avoided_worker(tmp_path, avoidance):
+    path = str(tmp_path / protocol.AVOID_WORKERS_FILE)
+    avoidance = avoidance()
+    queue = FakeQueue()
+    assert avoidance.installed and FakeQueue.get is not avoidance.real_get
+    taken, stop = [], threading.Event()
+    with open(path, "w") as f:
+        json.dump([1], f)
+    avoidance.refresh()
+    threads = [threading.Thread(target=_worker, args=(queue, t, taken, stop), daemon=True) for t in (0, 1)]
+    for t in threads:
+        t.start()
+    for n in range(20):
+        queue.put(FakeClosure(n))
+    deadline = time.monotonic() + 10
+    while len(taken) < 20 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert sorted(n for _, n in taken) == list(range(20)) and {tag for tag, _ in taken} == {0}
+    os.remove(path)  # the master took it out (its container was lost): work again
+    avoidance.refresh()
+    for n in range(20, 60):
+        queue.put(FakeClosure(n))
+    deadline = time.monotonic() + 10
+    while len(taken) < 60 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    stop.set()
+    assert len(taken) == 60
+    report = avoidance.report()
+    (period,) = report["avoided"]
+    assert period["task"] == 1 and period["dispatched"] == 0 and period["to"] >= period["from"]
+    assert report["dispatched"]["0"] + report["dispatched"].get("1", 0) == 60
+
+
+def test_a_closure_a_worker_was_waiting_for_when_avoided_goes_to_another(avoidance):
+    """The race the wrapper closes: worker 1's thread is already inside the queue's ``get`` when
+    the warning comes; the closure it then receives is put back, not run there."""
+    avoidance = avoidance()
+    queue = FakeQueue()
+    taken, stop = [], threading.Event()
+    t1 = threading.Thread(target=_worker, args=(queue, 1, taken, stop, None), daemon=True)  # waits in get
+    t1.start()
+    time.sleep(0.3)  # worker 1 waits inside get
+    avoidance.set({1})
+    queue.put(FakeClosure(0))
+    time.sleep(0.3)
+    assert taken == [] and queue.put_backs >= 1  # handed back, not run on worker 1
+    t0 = threading.Thread(target=_worker, args=(queue, 0, taken, stop), daemon=True)
+    t0.start()
+    deadline = time.monotonic() + 5
+    while not taken and time.monotonic() < deadline:
+        time.sleep(0.01)
+    stop.set()
+    avoidance.set(set())
+    assert taken == [(0, 0)] and avoidance.report()["avoided"][0]["dispatched"] == 0
+
+
+def test_without_a_closure_queue_nothing_is_steered(tmp_path, capsys):
+    from tfhadoop.trainer.coordinator import WorkerAvoidance
+
+    avoidance = WorkerAvoidance(str(tmp_path / "avoid.json"), queue_class=object)
+    assert not avoidance.installed and "keeps getting closures" in capsys.readouterr().out
+    avoidance.set({0})
+    assert avoidance.report()["steered"] is False
+
+
+def test_checkpoint_request_is_taken_once(tmp_path):
+    from tfhadoop.trainer.coordinator import checkpoint_request
+
+    assert checkpoint_request(str(tmp_path)) is None
+    (tmp_path / protocol.CHECKPOINT_SOON_FILE).write_text(json.dumps({"reason": "ps", "within_s": 15, "id": 3}))
+    assert checkpoint_request(str(tmp_path)) == {"reason": "ps", "within_s": 15, "id": 3}
+    assert checkpoint_request(str(tmp_path)) is None
+
+
+def test_checkpoint_due_within_by_time_and_by_steps():
+    from tfhadoop.trainer.checkpoints import CheckpointPolicy
+
+    now = [100.0]
+    by_time = CheckpointPolicy(secs=60, clock=lambda: now[0])
+    now[0] += 40
+    assert not by_time.due_within(0, 15, None)
+    now[0] += 6
+    assert by_time.due_within(0, 15, None)
+    by_steps = CheckpointPolicy(steps=100, clock=lambda: now[0])
+    assert not by_steps.due_within(50, 15, None)  # no rate yet: not by steps
+    assert not by_steps.due_within(50, 15, 3.0)  # 50 steps left, 45 in 15 s
+    assert by_steps.due_within(50, 15, 4.0)
+    assert CheckpointPolicy().due_within(0, 0, None)  # one after every task
+
+
+def test_tensorflow_cluster_coordinator_is_steered():
+    """The wrapper on TensorFlow's own ClusterCoordinator (in-process servers, in a child process):
+    with task 1 avoided every closure runs on worker 0; afterwards both take closures; each closure
+    ran exactly once (the PS variable counts the runs)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    proc = subprocess.run([sys.executable, str(Path(__file__).with_name("avoidance_child.py"))], capture_output=True,
+                          text=True, timeout=300, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    assert proc.returncode == 0 and lines, proc.stderr[-4000:]
+    r = json.loads(lines[-1][len("RESULT "):])
+    print(r)
+    assert r["installed"] and r["during"] == {"0": 40}  # none for task 1 while it was avoided
+    assert r["value"] == 80 and r["fetched"] == 80  # each of the 80 closures ran once
+    (period,) = r["report"]["avoided"]
+    assert period["task"] == 1 and period["dispatched"] == 0
+    assert sum(r["report"]["dispatched"].values()) == 80

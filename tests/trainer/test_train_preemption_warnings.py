@@ -1,0 +1,80 @@
+"""Issue 12, row 6 on the embedded cluster: YARN announces the preemption of a worker
+(PreemptionMessage, seen by the agent in Skein's application master JVM: yarn/am-agent) before it
+kills it (max_wait_before_kill: 10 s on the embedded cluster); the job master hands that worker no
+new closure, so nothing of its work is in flight at the kill. The same job with
+``--no-preemption-warnings`` is the baseline: the work redone (steps the parameter servers applied
+beyond the ledger's: ``redone_steps``) is printed for both."""
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from test_train_yarn import (
+    _events,
+    _metrics,
+    _train,
+    preempt_a_worker,
+    start_preemptible_job,
+)
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+
+RECORDS = (12000, 12000, 12000, 12000)  # per epoch 48 000: workers busy most of the time, not checkpointing
+
+
+@pytest.fixture(scope="module")
+def busy_dataset(hadoop_cluster):
+    import trainer_test_models as models
+
+    url = hadoop_cluster.hdfs_url(f"/tmp/trainer-tests/ds-busy-{uuid.uuid4().hex[:8]}")
+    models.write_dataset(url, train_shards=RECORDS, compression="none", index_interval=2048)
+    return url
+
+
+def _run(hadoop_cluster, dataset, epochs: int, warnings: bool, checkpoint_secs: int):
+    def train(cluster, data, background, extra):  # bigger tasks than the fault tests' (the last flag wins)
+        return _train(cluster, data, background=background, extra=[*extra, "--task-records", "2000"])
+
+    extra = ["--checkpoint-secs", str(checkpoint_secs)] + ([] if warnings else ["--no-preemption-warnings"])
+    run, proc = start_preemptible_job(hadoop_cluster, dataset, epochs, train=train, extra=extra)
+    preempt_a_worker(hadoop_cluster, run, proc)
+    return run
+
+
+@pytest.mark.parametrize("warnings, checkpoint_secs", [(True, 600), (False, 600), (True, 15)],
+                         ids=["warnings", "no-warnings", "warnings-checkpoint-due"])
+def test_a_warned_worker_gets_no_new_work_before_yarn_takes_it(hadoop_cluster, busy_dataset, warnings,
+                                                               checkpoint_secs):
+    """With --checkpoint-secs 600 only the epochs' ends checkpoint: no checkpoint is due within 15 s
+    of the warning, none is taken early; with 15 s one always is, and the coordinator takes it at
+    once (a checkpoint with every worker there rather than while the kill's closure re-runs)."""
+    epochs = 14
+    run = _run(hadoop_cluster, busy_dataset, epochs, warnings, checkpoint_secs)
+    metrics, events = _metrics(run), _events(run)
+    kinds = [e["event"] for e in events]
+    assert [e["examples"] for e in metrics["epochs"]] == [sum(RECORDS)] * epochs  # exactly once per epoch
+    assert kinds[-1] == "finished" and kinds.count("coordinator_started") == 1, kinds  # no restart
+    lost = [e for e in events if e["event"] == "container_lost"]
+    assert lost and lost[0]["preempted"] and lost[0].get("exit_status") == -102, lost
+    warned = [e for e in events if e["event"] == "preemption_warned"]
+    # YARN's warning named the container it then took, before it took it
+    named = [w for w in warned if w["container"] == lost[0]["container"]]
+    assert named and named[0]["role"] == "worker" and named[0]["slot"] == lost[0]["slot"], (warned, lost)
+    assert named[0]["time"] < lost[0]["time"] and named[0]["contract"] in ("strict", "negotiable")
+    report = metrics["preemption"]
+    redone = metrics["redone_steps"]
+    if warnings:
+        assert named[0]["reaction"][0] == "avoid" and lost[0]["warned_s"] > 0, (named, lost)
+        periods = [p for p in report["avoided"] if p["task"] == named[0]["task"]]
+        assert periods and report["steered"], report
+        # no closure was handed to it from the warning until it was gone
+        assert periods[0]["dispatched"] == 0 and periods[0]["from"] <= lost[0]["time"], (periods, lost)
+        assert periods[0]["to"] is None or periods[0]["to"] >= lost[0]["time"], (periods, lost)
+        assert redone == 0, metrics  # its closures finished before the kill: nothing ran twice
+        (request,) = report["checkpoints"]
+        assert request["reason"] == "worker" and request["taken"] is (checkpoint_secs <= 15), report
+    else:
+        assert named[0]["reaction"] == [] and report["avoided"] == [] and "warned_s" not in lost[0], (named, lost)
+    print(f"preemption_warnings={warnings}, checkpoint_secs={checkpoint_secs}: warned {lost[0]['time'] - named[0]['time']:.1f} s before the loss; "
+          f"steps {metrics['steps']}, applied {metrics['applied_steps']}, redone {redone}; "
+          f"closures turned back {report['turned_back']}; early checkpoints {report['checkpoints']}")

@@ -1,0 +1,63 @@
+package tfhadoop.amagent;
+
+import java.io.File;
+
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.yarn.conf.YarnConfiguration;
+
+/**
+ * A Java agent for Skein's application master JVM (``JAVA_TOOL_OPTIONS=-javaagent:./<this jar>=FILE``,
+ * set by the job's master spec): it lets the job master see YARN's preemption warnings, which
+ * Skein's ApplicationMaster receives in every AllocateResponse and ignores.
+ *
+ * <p>Before Skein's main runs, it names {@link WatchingProviders} as the ResourceManager failover
+ * proxy providers of this JVM (``yarn.client.failover-no-ha-proxy-provider`` and
+ * ``yarn.client.failover-proxy-provider``, through a default resource added after yarn-site.xml),
+ * remembering the providers configured before so that ours wrap them. Every AllocateResponse's
+ * PreemptionMessage is then appended to FILE (relative: the container's working directory, where
+ * the Python master reads it) by {@link PreemptionLog}. Skein's ApplicationMaster itself is not
+ * replaced or changed.
+ *
+ * <p>Harmless elsewhere: in a JVM without Hadoop's YARN classes it only says so on stderr, and the
+ * providers behave as the ones they wrap for every protocol but ApplicationMasterProtocol.
+ */
+public final class Agent {
+  /** The site file inside this jar that names our providers. */
+  static final String SITE = "tfhadoop-am-agent-site.xml";
+  /** System properties: where to log, and the providers ours wrap (as configured before us). */
+  static final String FILE_PROPERTY = "tfhadoop.preemption.file";
+  static final String NO_HA_DELEGATE = "tfhadoop.preemption.no-ha-delegate";
+  static final String HA_DELEGATE = "tfhadoop.preemption.ha-delegate";
+  static final String DEFAULT_FILE = "preemption_warnings.jsonl";
+
+  private Agent() {}
+
+  public static void premain(String args) {
+    try {
+      install(args == null || args.isEmpty() ? DEFAULT_FILE : args);
+    } catch (Throwable t) { // never stop the application master from starting
+      System.err.println("tfhadoop AM agent: not watching preemption messages: " + t);
+    }
+  }
+
+  static void install(String file) {
+    System.setProperty(FILE_PROPERTY, new File(file).getAbsolutePath());
+    // Loads yarn-default.xml and yarn-site.xml (YarnConfiguration's static initialiser adds them as
+    // default resources): the providers configured there are the ones ours wrap, and our site file,
+    // added after them, wins over them in every Configuration of this JVM.
+    YarnConfiguration conf = new YarnConfiguration();
+    String noHa = conf.get(YarnConfiguration.CLIENT_FAILOVER_NO_HA_PROXY_PROVIDER,
+        YarnConfiguration.DEFAULT_CLIENT_FAILOVER_NO_HA_PROXY_PROVIDER);
+    String ha = conf.get(YarnConfiguration.CLIENT_FAILOVER_PROXY_PROVIDER,
+        YarnConfiguration.DEFAULT_CLIENT_FAILOVER_PROXY_PROVIDER);
+    if (!noHa.startsWith(WatchingProviders.class.getName())) {
+      System.setProperty(NO_HA_DELEGATE, noHa);
+    }
+    if (!ha.startsWith(WatchingProviders.class.getName())) {
+      System.setProperty(HA_DELEGATE, ha);
+    }
+    Configuration.addDefaultResource(SITE);
+    System.err.println("tfhadoop AM agent: preemption messages are appended to "
+        + System.getProperty(FILE_PROPERTY) + " (wrapping " + noHa + " and " + ha + ")");
+  }
+}
