@@ -115,7 +115,7 @@ lazy val tfhadoop = (project in file("target/tfhadoop-build"))
 // application master JVM so that YARN's preemption warnings (AllocateResponse.getPreemptionMessage)
 // reach the job master (trainer/python/master.py). Java 8 bytecode against Hadoop 3.3 (provided),
 // public Hadoop APIs only: it runs in whatever Hadoop the cluster's containers have.
-lazy val copyAgentJar = taskKey[File]("Build the AM agent jar and copy it to jars/tfhadoop-am-agent.jar")
+lazy val copyAgentJar = taskKey[File]("Build the AM agent jar and copy it to jars/am-agent.jar")
 
 lazy val amAgent = (project in file("yarn/am-agent"))
   .settings(
@@ -136,7 +136,7 @@ lazy val amAgent = (project in file("yarn/am-agent"))
     Test / fork := true,
     copyAgentJar := {
       val jar = (Compile / packageBin).value
-      val out = (ThisBuild / baseDirectory).value / "jars" / "tfhadoop-am-agent.jar"
+      val out = (ThisBuild / baseDirectory).value / "jars" / "am-agent.jar"
       IO.copyFile(jar, out)
       out
     },

@@ -126,4 +126,4 @@ def test_no_dataset_shard_is_localized_into_any_container():
     sources = [f.source for svc in (spec.master, spec.services["ps"], spec.services["worker"])
                for f in svc.files.values()]
     assert not [src for src in sources if "/d/" in src or "tfrecord" in src], sources
-    assert set(spec.master.files) - {"tfhadoop-am-agent.jar"} == {"job.json"} and not spec.services["worker"].files
+    assert set(spec.master.files) - {"am-agent.jar"} == {"job.json"} and not spec.services["worker"].files

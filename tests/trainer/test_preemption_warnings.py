@@ -141,7 +141,7 @@ def test_the_am_agent_goes_to_the_application_master_only(tmp_path, monkeypatch)
     (tmp_path / protocol.AM_AGENT_JAR).write_bytes(b"PK")
     spec = application_spec(JobSpec.from_dict(base), manifest, "/tmp/job.json")
     assert spec.master.files[protocol.AM_AGENT_JAR].source.endswith(f"{tmp_path}/{protocol.AM_AGENT_JAR}")
-    assert spec.master.env["JAVA_TOOL_OPTIONS"] == "-javaagent:./tfhadoop-am-agent.jar=preemption_warnings.jsonl"
+    assert spec.master.env["JAVA_TOOL_OPTIONS"] == "-javaagent:./am-agent.jar=preemption_warnings.jsonl"
     for service in spec.services.values():  # the roles' JVMs (libhdfs) never load it
         assert "JAVA_TOOL_OPTIONS" not in service.env and protocol.AM_AGENT_JAR not in service.files
 

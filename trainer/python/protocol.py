@@ -67,7 +67,7 @@ KV_RING_EXIT = "ring_exit/"  # ring_exit/<slot>: {"gen", "rc", "error"} of the s
 # PreemptionMessage names to PREEMPTION_WARNINGS_FILE in the AM container's working directory (the
 # master's work dir), one JSON object a line: {"time": ms, "container": yarn container id,
 # "contract": "strict" | "negotiable"}.
-AM_AGENT_JAR = "tfhadoop-am-agent.jar"
+AM_AGENT_JAR = "am-agent.jar"
 ENV_JAVA_TOOL_OPTIONS = "JAVA_TOOL_OPTIONS"  # -javaagent:./AM_AGENT_JAR=PREEMPTION_WARNINGS_FILE (AM JVM only)
 PREEMPTION_WARNINGS_FILE = "preemption_warnings.jsonl"
 # The master's reaction, to the coordinator (files in the work dir, written whole then renamed):
