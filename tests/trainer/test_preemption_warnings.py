@@ -400,3 +400,13 @@ def test_tensorflow_cluster_coordinator_is_steered():
     (period,) = r["report"]["avoided"]
     assert period["task"] == 1 and period["dispatched"] == 0
     assert sum(r["report"]["dispatched"].values()) == 80
+
+
+def test_the_nodemanagers_java_tool_options_survive_the_agents():
+    """A Kerberized NodeManager appends its admin JAVA_TOOL_OPTIONS after a ':' (seen in CI: the
+    AM then lost -Djava.security.krb5.conf); the master keeps that part for its own JVMs."""
+    from tfhadoop.trainer import protocol
+
+    merged = protocol.AM_AGENT_OPTION + ":-Djava.security.krb5.conf=/x/krb5.conf"
+    assert protocol.without_am_agent(merged) == "-Djava.security.krb5.conf=/x/krb5.conf"
+    assert protocol.without_am_agent(protocol.AM_AGENT_OPTION) == ""

@@ -240,7 +240,7 @@ def master_agent(env: dict, files: dict, agent: str | None) -> None:
 
     if agent:
         files[protocol.AM_AGENT_JAR] = skein.File(source=agent, type="file")
-        env[protocol.ENV_JAVA_TOOL_OPTIONS] = f"-javaagent:./{protocol.AM_AGENT_JAR}={protocol.PREEMPTION_WARNINGS_FILE}"
+        env[protocol.ENV_JAVA_TOOL_OPTIONS] = protocol.AM_AGENT_OPTION
 
 
 def application_spec(job: JobSpec, manifest, job_file: str, code: dict | None = None):

@@ -1047,8 +1047,10 @@ def enrich_exit_statuses(events: EventLog, app_id: str) -> bool:
 
 def main() -> int:
     # The AM agent's -javaagent option is for Skein's JVM only (protocol.ENV_JAVA_TOOL_OPTIONS): no JVM
-    # this process starts (libhdfs, a coordinator's) loads it.
-    os.environ.pop(protocol.ENV_JAVA_TOOL_OPTIONS, None)
+    # this process starts (libhdfs, a coordinator's) loads it; what the NodeManager added stays.
+    rest = protocol.without_am_agent(os.environ.pop(protocol.ENV_JAVA_TOOL_OPTIONS, ""))
+    if rest:
+        os.environ[protocol.ENV_JAVA_TOOL_OPTIONS] = rest
     import skein
 
     work = os.getcwd()

@@ -68,8 +68,15 @@ KV_RING_EXIT = "ring_exit/"  # ring_exit/<slot>: {"gen", "rc", "error"} of the s
 # master's work dir), one JSON object a line: {"time": ms, "container": yarn container id,
 # "contract": "strict" | "negotiable"}.
 AM_AGENT_JAR = "am-agent.jar"
-ENV_JAVA_TOOL_OPTIONS = "JAVA_TOOL_OPTIONS"  # -javaagent:./AM_AGENT_JAR=PREEMPTION_WARNINGS_FILE (AM JVM only)
+ENV_JAVA_TOOL_OPTIONS = "JAVA_TOOL_OPTIONS"  # AM_AGENT_OPTION (AM JVM only)
 PREEMPTION_WARNINGS_FILE = "preemption_warnings.jsonl"
+AM_AGENT_OPTION = f"-javaagent:./{AM_AGENT_JAR}={PREEMPTION_WARNINGS_FILE}"
+
+
+def without_am_agent(java_tool_options: str) -> str:
+    """JAVA_TOOL_OPTIONS less the agent's option: what a NodeManager's admin environment set (a
+    Kerberized cluster's -Djava.security.krb5.conf=...), which YARN appends after a ':'."""
+    return java_tool_options.replace(AM_AGENT_OPTION, "", 1).lstrip(":").strip()
 # The master's reaction, to the coordinator (files in the work dir, written whole then renamed):
 AVOID_WORKERS_FILE = "avoid_workers.json"  # [task index, ...]: hand these workers no new closure
 CHECKPOINT_SOON_FILE = "checkpoint_soon.json"  # {"reason", "within_s", "id"}: checkpoint now if one is

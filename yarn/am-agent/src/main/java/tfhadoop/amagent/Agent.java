@@ -34,10 +34,36 @@ public final class Agent {
 
   public static void premain(String args) {
     try {
-      install(args == null || args.isEmpty() ? DEFAULT_FILE : args);
+      install(fileOf(args == null ? "" : args));
     } catch (Throwable t) { // never stop the application master from starting
       System.err.println("tfhadoop AM agent: not watching preemption messages: " + t);
     }
+  }
+
+  /**
+   * The log file named by the agent's argument. A NodeManager that sets JAVA_TOOL_OPTIONS in its
+   * admin environment (a Kerberized cluster: -Djava.security.krb5.conf=...) appends its value to
+   * ours after a ':' (YARN merges variables like paths), so its first option arrives glued to our
+   * argument ("FILE:-Dkey=value") instead of reaching the JVM: a -D option is set here, as the JVM
+   * would have; another kind cannot be, and is named on stderr.
+   */
+  static String fileOf(String args) {
+    int glued = args.indexOf(":-");
+    if (glued < 0) {
+      return args.isEmpty() ? DEFAULT_FILE : args;
+    }
+    String option = args.substring(glued + 1);
+    int eq = option.indexOf('=');
+    if (option.startsWith("-D") && eq > 2) {
+      System.setProperty(option.substring(2, eq), option.substring(eq + 1));
+    } else if (option.startsWith("-D")) {
+      System.setProperty(option.substring(2), "");
+    } else {
+      System.err.println("tfhadoop AM agent: cannot apply JVM option " + option
+          + " (appended to JAVA_TOOL_OPTIONS by the NodeManager)");
+    }
+    String file = args.substring(0, glued);
+    return file.isEmpty() ? DEFAULT_FILE : file;
   }
 
   static void install(String file) {
