@@ -67,6 +67,18 @@ def test_a_warned_worker_gets_no_new_work_and_a_checkpoint_due_soon_is_asked_for
     assert "coordinator_failed" not in _kinds(master) and master.state.value == "training"
 
 
+def test_when_every_live_worker_is_warned_none_is_avoided(master):
+    """Avoiding them all would stop training until YARN's kill (or its sparing, 60 s later)."""
+    _start(master)
+    _warn(master, "y-worker_0")
+    master.step()
+    assert _file(master, protocol.AVOID_WORKERS_FILE) == [0]
+    _warn(master, "y-worker_1")
+    master.step()
+    assert [e["reaction"][0] for e in _event(master, "preemption_warned")] == ["avoid", "avoid"]
+    assert _file(master, protocol.AVOID_WORKERS_FILE) == []
+
+
 def test_the_task_index_follows_the_spec_not_the_slot(master):
     _start(master, workers=(1,))  # worker 1 came first: task 0
     master.app.serve("worker", 0, "h:10")

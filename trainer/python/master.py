@@ -275,8 +275,8 @@ TRANSITIONS: dict[Event, Rule] = {
                                    "more than max_coordinator_restarts: FAILED"),
     Event.PREEMPTION_WARNED: Rule(ALIVE, frozenset(),
                                   "event preemption_warned; unless --no-preemption-warnings: a worker gets no new "
-                                  "closure until it is lost (avoid_workers.json; spared after 60 s: "
-                                  "preemption_withdrawn) and a checkpoint due within 15 s is taken now; a PS: a "
+                                  "closure until it is lost (avoid_workers.json; spared after 60 s: preemption_withdrawn; "
+                                  "none avoided while every live worker is warned) and a checkpoint due within 15 s is taken now; a PS: a "
                                   "checkpoint now (checkpoint_soon.json)", stay=True),
 }
 
@@ -645,11 +645,15 @@ class Master(TableMachine, HeartbeatWatch, CoordinatorWatch, PreemptionWatch):
 
     def publish_avoided(self) -> None:
         """The task indexes of the live warned workers, for the coordinator (written whole, and only
-        when they changed): it hands them no new closure."""
+        when they changed): it hands them no new closure. Not when every live worker is warned:
+        then nothing would train until YARN's kill (or its sparing, after
+        PREEMPTION_WITHDRAWN_S), which costs more than the closures in flight redone elsewhere."""
         tasks = sorted(i for cid in self.warned if cid in self.containers
                        for role, slot in [self.containers[cid]]
                        if role == "worker" and self.live.get((role, slot)) == cid
                        for i in [self.spec_index(role, slot)] if i is not None)
+        if len(tasks) >= self.workers_alive():
+            tasks = []
         if tasks == self.avoiding:
             return
         path = os.path.join(self.work, protocol.AVOID_WORKERS_FILE)
