@@ -28,7 +28,7 @@ import tempfile
 import time
 import traceback
 
-from tfhadoop.trainer import protocol
+from tfhadoop.trainer import children, protocol
 from tfhadoop.trainer.commit import FROM_CHECKPOINT, FROM_COMMIT, FROM_START, LocalCommits, choose, decode, encode
 from tfhadoop.trainer.commit import due as commit_due
 
@@ -360,15 +360,13 @@ class Supervisor:
         self.child = None
 
     def start_child(self, ring: dict) -> None:
-        from tfhadoop.trainer.master import die_with_parent
-
         rank = ring["worker"].index(self.address)
         env = {**os.environ, "TF_CONFIG": json.dumps({"cluster": {"worker": ring["worker"]},
                                                        "task": {"type": "worker", "index": rank}})}
         print(f"worker:{self.slot} gen {ring['gen']}: rank {rank} of {len(ring['worker'])}", flush=True)
         self.child_started = time.time()
-        self.child = subprocess.Popen([sys.executable, "-m", "tfhadoop.trainer.allreduce", "train", str(ring["gen"])],
-                                      env=env, preexec_fn=die_with_parent)
+        self.child = children.spawn([sys.executable, "-m", "tfhadoop.trainer.allreduce", "train", str(ring["gen"])],
+                                    env=env)
 
     def silent_for(self) -> float:
         """Seconds since the running child last made progress (touched its beat file), or since it started."""
@@ -440,6 +438,7 @@ def main() -> int:
     from tfhadoop.trainer.role import gpu_devices, heartbeat, usable_port
 
     if sys.argv[1:2] == ["train"]:
+        children.die_with_parent()
         return train_main(int(sys.argv[2]))
     slot, port = int(os.environ[protocol.ENV_SLOT]), int(os.environ.get(protocol.ENV_PORT) or free_port())
     os.environ["CUDA_VISIBLE_DEVICES"] = gpu_devices()

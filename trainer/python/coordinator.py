@@ -569,6 +569,9 @@ def main() -> int:
     servers are up: it imports TensorFlow, Keras and the model's module first (seconds that then
     overlap the containers' start) and waits for CLUSTER_JSON, which the master writes whole once
     every server in it is up."""
+    from tfhadoop.trainer.children import die_with_parent
+
+    die_with_parent()
     with open(sys.argv[1]) as f:
         job = job_settings(json.load(f))
     cluster_file, work = sys.argv[2], sys.argv[3]

@@ -213,7 +213,9 @@ def pack_python_path(entries: list, folder: str) -> dict:
 
 def _env(job: JobSpec, code: dict) -> dict:
     env = {"TF_USE_LEGACY_KERAS": "1", "GRPC_FAIL_FAST": "use_caller", "TF_CPP_MIN_LOG_LEVEL": "1",
-           "PYTHONUNBUFFERED": "1"}
+           "PYTHONUNBUFFERED": "1",
+           # our processes start children only by exec (children.py), never fork and go on using gRPC
+           "GRPC_ENABLE_FORK_SUPPORT": "0"}
     paths = [f"./{name}" for name in code] + [p for p in os.environ.get("PYTHONPATH", "").split(":") if p]
     if paths:
         env["PYTHONPATH"] = ":".join(paths)

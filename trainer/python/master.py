@@ -57,7 +57,7 @@ import sys
 import time
 
 from tfhadoop.ports import free_port
-from tfhadoop.trainer import protocol
+from tfhadoop.trainer import children, protocol
 from tfhadoop.trainer.job import job_settings
 from tfhadoop.trainer.jobpage import Sampler
 
@@ -884,7 +884,7 @@ class Master(TableMachine, HeartbeatWatch, CoordinatorWatch, PreemptionWatch):
         """Start a coordinator process now; it imports TensorFlow and the model while it waits for
         ``cluster.json`` (``begin_coordinator``), so that time overlaps the servers' start.
         ``planned``: a restart the master chose (a new spec), not a new attempt after a failure.
-        It dies with the master (PR_SET_PDEATHSIG): a coordinator orphaned by a lost application
+        It dies with the master (``children.die_with_parent``): a coordinator orphaned by a lost application
         master would train on beside the next attempt's."""
         from tfhadoop.trainer.coordinator import RESCALE
 
@@ -895,9 +895,9 @@ class Master(TableMachine, HeartbeatWatch, CoordinatorWatch, PreemptionWatch):
         self.rescale_pending, self.given, self.spawned_at = False, None, self.clock()
         self.app.kv.discard(protocol.KV_HDFS_RETRIES)  # each coordinator lists its own retries
         self.hdfs_retries_seen = 0
-        self.coordinator = subprocess.Popen(
+        self.coordinator = children.spawn(
             [sys.executable, "-m", "tfhadoop.trainer.coordinator", os.path.join(self.work, "job.json"),
-             os.path.join(self.work, "cluster.json"), self.work], preexec_fn=die_with_parent)
+             os.path.join(self.work, "cluster.json"), self.work])
         self.reopen_abandoned()
 
     def reopen_abandoned(self) -> None:
@@ -940,7 +940,8 @@ class Master(TableMachine, HeartbeatWatch, CoordinatorWatch, PreemptionWatch):
             with open(os.path.join(self.work, "error.json")) as f:
                 return json.load(f)
         except (OSError, ValueError):
-            return {"type": "unknown", "message": f"coordinator exited with {self.coordinator.returncode}"}
+            return {"type": "unknown", "message": f"coordinator {children.exit_description(self.coordinator.returncode)}"
+                                                  " (its output is in the master's container log)"}
 
     # -- main loop --------------------------------------------------------------------------
     def run(self) -> tuple[str, str]:
@@ -964,21 +965,10 @@ class Master(TableMachine, HeartbeatWatch, CoordinatorWatch, PreemptionWatch):
             time.sleep(1)
 
 
-def die_with_parent() -> None:
-    """In a child, before exec: SIGKILL when the parent process dies (Linux prctl)."""
-    try:
-        import ctypes
-        import signal
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except Exception:  # noqa: BLE001 - not Linux: the coordinator's own parent check remains
-        pass
-
-
 def watch_application_master(period: float = 1.0) -> None:
     """Exit at once when Skein's Java application master (an ancestor of this process) dies: YARN
     then starts the next attempt, and an orphaned master must neither write the job's result nor
-    keep a coordinator training (that one dies with this process: ``die_with_parent``)."""
+    keep a coordinator training (that one dies with this process: ``children.die_with_parent``)."""
     import threading
 
     def java_ancestor() -> int | None:

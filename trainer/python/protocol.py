@@ -88,6 +88,7 @@ ENV_SLOT = "TFH_SLOT"
 ENV_PORT = "TFH_PORT"
 ENV_GPUS = "TFH_GPUS"
 ENV_THREADS = "TFH_THREADS"  # a server's inter-op threads (default 2)
+ENV_PARENT_PID = "TFH_PARENT_PID"  # a child process's parent, which it dies with (children.py)
 
 FINAL_STATES = ("FINISHED", "FAILED", "KILLED")
 PAGE_ROUTE = "job"  # Skein web UI route of the job page

@@ -1,0 +1,52 @@
+"""Child processes of the master and of an allreduce worker: started without fork handlers, and
+gone when their parent dies.
+
+Both parents hold gRPC channels (Skein's client) and threads that may be inside gRPC at any
+moment. ``fork()`` runs gRPC's ``pthread_atfork`` handlers, and a child forked while another
+thread is in gRPC can abort before its ``exec`` (a CI run saw "coordinator exited with -6").
+CPython starts a child without ``fork()`` (vfork/exec, no fork handlers) unless it is given a
+``preexec_fn``; so the child, not a ``preexec_fn``, asks the kernel to kill it with its parent
+(``PR_SET_PDEATHSIG``), first thing, and exits if its parent already changed (the parent died
+between the spawn and the ``prctl``).
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+
+from tfhadoop.trainer import protocol
+
+PR_SET_PDEATHSIG = 1
+
+
+def spawn(argv: list[str], env: dict | None = None, **popen) -> subprocess.Popen:
+    """Start ``argv`` (a child that calls ``die_with_parent`` first) as a child of this process."""
+    env = dict(os.environ if env is None else env)
+    env[protocol.ENV_PARENT_PID] = str(os.getpid())
+    return subprocess.Popen(argv, env=env, **popen)
+
+
+def die_with_parent() -> None:
+    """In a child started by ``spawn``: SIGKILL when the parent dies (Linux); exit now if it already has."""
+    parent = os.environ.pop(protocol.ENV_PARENT_PID, None)
+    if parent is None:
+        return  # not started by spawn (a test, a user): nothing to follow
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):  # not Linux: the coordinator's own parent check remains
+        pass
+    if os.getppid() != int(parent):
+        os._exit(1)
+
+
+def exit_description(returncode: int) -> str:
+    """``exited with 3`` or ``killed by SIGABRT``: a child's end in words."""
+    if returncode < 0:
+        try:
+            return f"killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"killed by signal {-returncode}"
+    return f"exited with {returncode}"
