@@ -1,5 +1,5 @@
 """Trainer step throughput (issue 19): `tfhadoop train` against tf-keras `model.fit` under
-ParameterServerStrategy with ``steps_per_execution`` 1 and 16, 1 and 2 workers, and a wide model
+ParameterServerStrategy with ``steps_per_execution`` 1 and 16 (16 also with 1 worker), 1 and 2 workers, and a wide model
 (~1M parameters, batch 512) against single-process `model.fit` and PSS `model.fit`; same data (bench_trainer_peers'
 uncompressed indexed shards, 16 float features) in one run. Also prints the task closure's fixed
 cost (bench_task_overhead.py) and the TensorFlow error lines it logged.
@@ -134,6 +134,8 @@ def main() -> int:
     row("a", "fit, 1 process", lambda: fit_row("a", args, 1, 16, b, "model"))
     row("b1", "fit, PSS 1 PS + 2 workers, steps_per_execution=1", lambda: fit_row("b", args, 2, 1, b, "model"))
     row("b16", "fit, PSS 1 PS + 2 workers, steps_per_execution=16", lambda: fit_row("b", args, 2, 16, b, "model"))
+    # The peer with one worker: how far its own 1 -> 2 workers goes on this host (beside c2/c1).
+    row("b16_1", "fit, PSS 1 PS + 1 worker, steps_per_execution=16", lambda: fit_row("b", args, 1, 16, b, "model"))
     row("wa", f"wide model, fit, 1 process, batch {wb}", lambda: fit_row("a", args, 1, 16, wb, "wide_model"))
     # The best-configured peer with the wide model: what parameter-server training on this host
     # costs anyone (variables from the PS, gradients back, per step), whoever drives it.
@@ -164,11 +166,18 @@ def main() -> int:
             print(f"{k}: epoch {r['epoch_s']:.2f} s, of which tail {r['tail_s']:.2f} s, end-of-epoch checkpoint "
                   f"{r['checkpoint_s']:.2f} s, checkpoints within {r['checkpoints_in_epoch_s']:.2f} s "
                   f"({spent / r['epoch_s']:.0%} not training at full width)")
-    for num, den, target in (("c2", "b16", 1.0), ("c2", "b1", None), ("c2", "c1", 1.6), ("wc2", "wa", 0.8), ("wb16", "wa", None),
-                              ("wc2", "wb16", None)):
+    for num, den, target in (("c2", "b16", 1.0), ("c2", "b1", None), ("c2", "c1", 1.6), ("b16", "b16_1", None),
+                              ("wc2", "wa", 0.8), ("wb16", "wa", None), ("wc2", "wb16", None)):
         if num in rows and den in rows:
             ratio = rows[num]["steady"] / rows[den]["steady"]
             print(f"{num}/{den}: {ratio:.2f}" + (f" (target >= {target})" if target else ""))
+    # (b) writes no checkpoint; (c) writes one at each epoch's end. The rate (c) would have without
+    # them, from its own timing (examples over the epoch's time less its checkpoints' time):
+    for k in ("c1", "c2", "wc2"):
+        r = rows.get(k)
+        if r and r.get("epoch_s"):
+            training_s = r["epoch_s"] - r["checkpoint_s"] - r["checkpoints_in_epoch_s"]
+            print(f"{k} without its checkpoints' time: {r['steady'] * r['epoch_s'] / training_s:.0f} examples/s")
     return 0
 
 
