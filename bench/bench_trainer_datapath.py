@@ -23,7 +23,7 @@ import numpy as np
 
 from tfhadoop.connectors.example import encode_example
 from tfhadoop.connectors.tfrecord import write_records
-from tfhadoop.ports import free_port
+from tfhadoop.ports import free_ports
 
 SPEC = {"features": {"x": {"type": "FixedLenFeature", "shape": [8], "dtype": "float32"},
                      "y": {"type": "FixedLenFeature", "shape": [], "dtype": "float32"}}}
@@ -69,10 +69,9 @@ def main():
     shards = write_shards(tmp, opts.records, opts.shards)
     tasks = [(p, s, min(opts.task_records, n - s)) for p, n in shards for s in range(0, n, opts.task_records)]
 
-    ps_port = free_port()
-    worker_ports = [free_port() for _ in range(2)]
+    ps_port, *worker_ports, chief_port = free_ports(4)
     cluster = {"ps": [f"127.0.0.1:{ps_port}"], "worker": [f"127.0.0.1:{p}" for p in worker_ports],
-               "chief": [f"127.0.0.1:{free_port()}"]}
+               "chief": [f"127.0.0.1:{chief_port}"]}
     procs = [launch(cluster, "ps", 0)]
     for i in range(2):
         procs.append(launch(cluster, "worker", i))

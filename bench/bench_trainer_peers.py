@@ -156,10 +156,11 @@ def child(kind: str, args) -> dict:
 
 
 def pss_cluster(workers: int):
-    from tfhadoop.ports import free_port
+    from tfhadoop.ports import free_ports
 
-    cluster = {"ps": [f"127.0.0.1:{free_port()}"], "worker": [f"127.0.0.1:{free_port()}" for _ in range(workers)],
-               "chief": [f"127.0.0.1:{free_port()}"]}
+    ps, *worker_ports, chief = free_ports(workers + 2)
+    cluster = {"ps": [f"127.0.0.1:{ps}"], "worker": [f"127.0.0.1:{p}" for p in worker_ports],
+               "chief": [f"127.0.0.1:{chief}"]}
     procs = [subprocess.Popen([sys.executable, "-m", "tfhadoop.trainer.server", json.dumps(cluster), role, str(i)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
              for role in ("ps", "worker") for i in range(len(cluster[role]))]

@@ -12,6 +12,22 @@ def free_port(host: str = "") -> int:
         return s.getsockname()[1]
 
 
+def free_ports(count: int, host: str = "") -> list[int]:
+    """``count`` distinct ports free on ``host`` now. Each stays bound until all are picked:
+    separate ``free_port`` calls may hand out one port twice (a PSS bench cluster's chief once got
+    a worker's port, and the worker died binding it)."""
+    sockets = []
+    try:
+        for _ in range(count):
+            s = socket.socket()
+            sockets.append(s)
+            s.bind((host, 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
 def port_is_free(port: int, host: str = "") -> bool:
     """Whether ``port`` can be bound on ``host`` the way servers bind it: with SO_REUSEADDR, so
     closed connections of a stopped server in TIME_WAIT do not count, a listening socket does."""

@@ -15,12 +15,13 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import tensorflow as tf
 
-from tfhadoop.ports import free_port
+from tfhadoop.ports import free_ports
 from tfhadoop.trainer.coordinator import WorkerAvoidance
 
 
 def main() -> int:
-    cluster = {"worker": [f"localhost:{free_port()}" for _ in range(2)], "ps": [f"localhost:{free_port()}"]}
+    *workers, ps, chief = (f"localhost:{p}" for p in free_ports(4))
+    cluster = {"worker": workers, "ps": [ps]}
     # Servers in one process share its thread pools: with fewer inter-op threads than workers + 1
     # the cluster hangs (as TensorFlow's own create_in_process_cluster says); 2 by default on 2 cores.
     config = tf.compat.v1.ConfigProto(inter_op_parallelism_threads=4)
@@ -28,7 +29,7 @@ def main() -> int:
     servers = [tf.distribute.Server(tf.train.ClusterSpec(cluster), job_name=job, task_index=i, config=config,
                                     start=True)
                for job, n in (("worker", 2), ("ps", 1)) for i in range(n)]
-    spec = tf.train.ClusterSpec({**cluster, "chief": [f"localhost:{free_port()}"]})
+    spec = tf.train.ClusterSpec({**cluster, "chief": [chief]})
     strategy = tf.distribute.experimental.ParameterServerStrategy(
         tf.distribute.cluster_resolver.SimpleClusterResolver(spec, rpc_layer="grpc"))
     avoidance = WorkerAvoidance(os.path.join(tempfile.mkdtemp(), "avoid.json"))  # as coordinator.run: first

@@ -22,9 +22,10 @@ def _listening(address: str) -> bool:
 
 
 def main(url: str) -> None:
-    from tfhadoop.ports import free_port
+    from tfhadoop.ports import free_ports
 
-    cluster = {"worker": [f"localhost:{free_port()}"], "ps": [f"localhost:{free_port()}"]}
+    worker, ps, chief = (f"localhost:{p}" for p in free_ports(3))
+    cluster = {"worker": [worker], "ps": [ps]}
     servers = {job: subprocess.Popen([sys.executable, "-m", "tfhadoop.trainer.server", json.dumps(cluster), job, "0"])
                for job in cluster}
     try:
@@ -38,7 +39,7 @@ def main(url: str) -> None:
         from tfhadoop.connectors import hdfs
         from tfhadoop.trainer.checkpoints import HdfsCheckpoints
 
-        spec = tf.train.ClusterSpec({**cluster, "chief": [f"localhost:{free_port()}"]})
+        spec = tf.train.ClusterSpec({**cluster, "chief": [chief]})
         strategy = tf.distribute.experimental.ParameterServerStrategy(
             tf.distribute.cluster_resolver.SimpleClusterResolver(spec, rpc_layer="grpc"))
         tf.distribute.experimental.coordinator.ClusterCoordinator(strategy)

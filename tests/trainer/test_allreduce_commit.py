@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tfhadoop.ports import free_port
+from tfhadoop.ports import free_ports
 from tfhadoop.trainer.allreduce import plan_rounds
 from tfhadoop.trainer.commit import FROM_CHECKPOINT, FROM_COMMIT, LocalCommits, choose, decode, due, encode
 from tfhadoop.trainer.job import JobSpec
@@ -85,7 +85,7 @@ def test_a_commit_restores_the_ledger_of_its_weights_so_every_task_trains_once()
 
 
 def _ring(tmp_path, args_per_rank):
-    ports = [free_port() for _ in args_per_rank]
+    ports = free_ports(len(args_per_rank))
     cluster = {"worker": [f"localhost:{p}" for p in ports]}
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])}
     procs = []

@@ -30,7 +30,7 @@ import enum
 import json
 import time
 
-from tfhadoop.ports import free_port
+from tfhadoop.ports import free_ports
 from tfhadoop.trainer import protocol
 from tfhadoop.trainer.allreduce import HANG_ERROR, STOP_EXIT
 from tfhadoop.trainer.job import job_settings
@@ -113,7 +113,7 @@ class RingMaster(TableMachine, HeartbeatWatch, PreemptionWatch):
         self.decided_before = False
         self.events = EventLog(app, self.job["checkpoint_dir"], getattr(app, "id", None))
         self.sampler = Sampler(app, self.job["checkpoint_dir"], getattr(app, "id", None))
-        self.ports = {("worker", i): free_port() for i in range(self.job["workers"])}
+        self.ports = {("worker", i): port for i, port in enumerate(free_ports(self.job["workers"]))}
         self.containers: dict[str, tuple[str, int]] = {}
         self.live: dict[tuple[str, int], str] = {}
         self.restarts: dict[tuple[str, int], int] = {}

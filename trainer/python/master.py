@@ -56,7 +56,7 @@ import subprocess
 import sys
 import time
 
-from tfhadoop.ports import free_port
+from tfhadoop.ports import free_port, free_ports
 from tfhadoop.trainer import children, protocol
 from tfhadoop.trainer.job import job_settings
 from tfhadoop.trainer.jobpage import Sampler
@@ -465,8 +465,8 @@ class Master(TableMachine, HeartbeatWatch, CoordinatorWatch, PreemptionWatch):
         self.decided_before = False  # the outcome is an earlier attempt's (result.json)
         self.events = EventLog(app, job["checkpoint_dir"], getattr(app, "id", None))
         self.sampler = Sampler(app, job["checkpoint_dir"], getattr(app, "id", None))
-        self.ports = {("ps", i): free_port() for i in range(job["ps"])}
-        self.ports.update({("worker", i): free_port() for i in range(job["workers"])})
+        slots = [("ps", i) for i in range(job["ps"])] + [("worker", i) for i in range(job["workers"])]
+        self.ports = dict(zip(slots, free_ports(len(slots))))
         self.containers: dict[str, tuple[str, int]] = {}  # skein container id -> (role, slot)
         self.live: dict[tuple[str, int], str] = {}  # (role, slot) -> skein container id
         self.restarts: dict[tuple[str, int], int] = {}

@@ -43,12 +43,13 @@ def in_process_ps_cluster():
     ``(strategy, coordinator, servers)``; the caller keeps ``servers`` referenced while it trains."""
     import tensorflow as tf
 
-    from tfhadoop.ports import free_port
+    from tfhadoop.ports import free_ports
 
-    cluster = {"worker": [f"localhost:{free_port()}"], "ps": [f"localhost:{free_port()}"]}
+    worker, ps, chief = (f"localhost:{p}" for p in free_ports(3))
+    cluster = {"worker": [worker], "ps": [ps]}
     servers = [tf.distribute.Server(tf.train.ClusterSpec(cluster), job_name=job, task_index=0, start=True)
                for job in ("worker", "ps")]
-    spec = tf.train.ClusterSpec({**cluster, "chief": [f"localhost:{free_port()}"]})
+    spec = tf.train.ClusterSpec({**cluster, "chief": [chief]})
     strategy = tf.distribute.experimental.ParameterServerStrategy(
         tf.distribute.cluster_resolver.SimpleClusterResolver(spec, rpc_layer="grpc"))
     return strategy, tf.distribute.experimental.coordinator.ClusterCoordinator(strategy), servers
