@@ -404,7 +404,8 @@ def test_every_worker_preempted_at_once_the_job_waits_then_trains_on(hadoop_clus
     ups = [e for e in events if e["event"] == "replacement_up"]
     assert sorted(e["slot"] for e in ups) == [0, 1] and all(e["time"] > t_back for e in ups), ups
     coordinator = [e for e in events if e["event"].startswith("coordinator")]
-    assert kinds.count("coordinator_started") == 1 and "coordinator_failed" not in kinds, coordinator  # no restart
+    assert kinds.count("coordinator_started") == 1 and "coordinator_failed" not in kinds, \
+        json.dumps(coordinator, indent=1)  # no restart
     assert "slot_abandoned" not in kinds and kinds[-1] == "finished", kinds
     metrics = _metrics(run)
     assert [e["examples"] for e in metrics["epochs"]] == [2400] * epochs  # exactly once per epoch
