@@ -356,7 +356,11 @@ def test_hung_coordinator_is_killed_and_restarted_from_the_checkpoint(hadoop_clu
 def test_every_worker_preempted_at_once_the_job_waits_then_trains_on(hadoop_cluster, dataset):
     """Rows 5c and 5d in one job: YARN takes back both workers at once, which are all of them. The
     job waits without a step (no failure, no coordinator restart) until YARN gives the resources
-    back, then both replacements rejoin and it succeeds, every step taken once.
+    back, then both replacements rejoin and it succeeds, every step taken once. Where YARN puts a
+    replacement on the other node (a new address), the master restarts the coordinator at once
+    (it cannot drain: ``Master.on_spec_changed``). The suspected cause of a CI run where the
+    coordinator sat silent until the hang watchdog killed it 120 s later (that run did not log
+    the replacements' addresses).
 
     Sizes: master 2 GB + PS 4.5 GB + 2 x 3.5 GB workers in `train` (13.5 of 16 GB; any placement
     fits). `urgent` asks 3 x 2 GB (+ its master): to bring it to its share the preemption monitor
@@ -406,12 +410,20 @@ def test_every_worker_preempted_at_once_the_job_waits_then_trains_on(hadoop_clus
     # on a restart, the coordinator's events and what may explain it (a replacement at a new address)
     coordinator = [e for e in events if e["event"].startswith("coordinator") or e["event"].endswith("_moved")
                    or e["event"] in ("replacement_up", "rescaled")]
-    assert kinds.count("coordinator_started") == 1 and "coordinator_failed" not in kinds, \
-        json.dumps(coordinator, indent=1)  # no restart
+    assert "coordinator_failed" not in kinds and "coordinator_hung" not in kinds, json.dumps(coordinator, indent=1)
+    # Back at their addresses, both rejoin the running coordinator: no restart. A replacement that
+    # YARN placed on the other node has a new address; with every worker lost the coordinator cannot
+    # drain, and the master restarts it at once from the checkpoint (`rescaled`, drained false).
+    moved = "worker_moved" in kinds
+    undrained = [e for e in events if e["event"] == "rescaled" and e.get("drained") is False]
+    assert kinds.count("coordinator_started") == 1 + moved and len(undrained) == int(moved), \
+        json.dumps(coordinator, indent=1)
     assert "slot_abandoned" not in kinds and kinds[-1] == "finished", kinds
     metrics = _metrics(run)
     assert [e["examples"] for e in metrics["epochs"]] == [2400] * epochs  # exactly once per epoch
     assert metrics["steps"] == epochs * steps_per_epoch  # no step taken twice: nothing redone
-    assert {r["slot"] for r in metrics["rejoins"]} == {0, 1}, metrics["rejoins"]
+    if not moved:
+        assert {r["slot"] for r in metrics["rejoins"]} == {0, 1}, metrics["rejoins"]
     print(f"both workers preempted -> waited {t_back - lost[0]['time']:.1f} s with none -> replacements "
-          f"serving {max(e['time'] for e in ups) - t_back:.1f} s after YARN gave the resources back")
+          f"serving {max(e['time'] for e in ups) - t_back:.1f} s after YARN gave the resources back"
+          + ("; one moved: coordinator restarted without draining" if moved else "; both rejoined"))

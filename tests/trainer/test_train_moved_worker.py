@@ -198,6 +198,37 @@ def test_moved_worker_restarts_the_coordinator_once_its_server_is_up(master):
     assert master.coordinator_attempts == 1 and master.ports[("worker", 1)] == 99
 
 
+def test_every_worker_lost_and_one_moved_restarts_the_coordinator_at_once(master):
+    """It cannot drain for a checkpoint (TensorFlow waits for the moved worker at its old address
+    before any closure runs again): restarted now from the latest checkpoint, not asked to exit 75."""
+    from tfhadoop.trainer import master as m
+
+    _start(master)
+    first = master.coordinator
+    master.app.lose("worker_0")
+    master.app.lose("worker_1")
+    master.step()
+    master.app.serve("worker", 0, "h:10")  # back at its address
+    master.app.serve("worker", 1, "h:97")  # elsewhere
+    master.step()
+    assert _kinds(master).count("rescaled") == 1 and "rescale_requested" not in _kinds(master)
+    assert [e for e in master.events.events if e["event"] == "rescaled"][0]["drained"] is False
+    assert first.returncode is not None and master.coordinator is not first  # killed, a new one spawned
+    assert not _rescale_file(master) and master.coordinator_attempts == 1  # planned: not a failure
+    master.step()
+    assert master.state == m.State.TRAINING and master.given["worker"] == ["h:10", "h:97"]
+    assert _kinds(master).count("coordinator_started") == 2
+
+
+def test_one_worker_lost_and_moved_with_a_survivor_still_drains(master):
+    _start(master)
+    master.app.lose("worker_1")
+    master.step()
+    master.app.serve("worker", 1, "h:96")
+    master.step()
+    assert _rescale_file(master) and _kinds(master)[-1] == "rescale_requested"
+
+
 def test_same_address_rejoins_without_restart(master):
     _start(master)
     master.app.lose("worker_1")
@@ -229,15 +260,12 @@ def test_scale_up_and_moves_while_a_rescale_is_pending_end_in_one_restart(master
     from tfhadoop.trainer.coordinator import RESCALE_EXIT
 
     _start(master, workers=(0,))
+    master.app.serve("worker", 1, "h:51")  # a late worker: scale-up, worker 0 trains on meanwhile
+    master.step()
+    assert master.cluster["worker"] == ["h:10", "h:51"] and _kinds(master).count("rescale_requested") == 1
+    # slot 0, preempted (so replaced at once, no backoff) before the coordinator exits
+    next(c for c in master.app.containers if c.id == "worker_0").exit_message = "Container preempted by scheduler"
     master.app.lose("worker_0")
-    master.step()
-    master.app.serve("worker", 0, "h:50")
-    master.app.serve("worker", 1, "h:51")
-    master.step()
-    assert master.cluster["worker"] == ["h:50", "h:51"] and _kinds(master).count("rescale_requested") == 1
-    # slot 0's replacement, preempted (so replaced at once, no backoff) before the coordinator exits
-    next(c for c in master.app.containers if c.id == "worker_2").exit_message = "Container preempted by scheduler"
-    master.app.lose("worker_2")
     master.step()
     master.app.serve("worker", 0, "h:60")
     master.step()

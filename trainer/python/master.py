@@ -261,8 +261,9 @@ TRANSITIONS: dict[Event, Rule] = {
                            "hand the waiting coordinator the spec (cluster.json): every server up and heard "
                            "(a heartbeat since the last coordinator failure, none silent 10 s)"),
     Event.SERVERS_LATE: Rule(frozenset({S.WAITING}), frozenset({S.FAILED}), "fail: servers did not come up"),
-    Event.SPEC_CHANGED: Rule(frozenset({S.TRAINING}), frozenset({S.RESCALING}),
-                             "ask the coordinator to checkpoint and exit 75"),
+    Event.SPEC_CHANGED: Rule(frozenset({S.TRAINING}), frozenset({S.RESCALING, S.WAITING}),
+                             "ask the coordinator to checkpoint and exit 75; when every worker it "
+                             "began with was lost (it cannot drain), restart it from the checkpoint now"),
     Event.PROGRESS: Rule(frozenset({S.TRAINING, S.RESCALING}), frozenset(),
                          "event first_wave (once per coordinator)", stay=True),
     Event.COORDINATOR_STALE: Rule(frozenset({S.TRAINING, S.RESCALING}), frozenset({S.WAITING, S.FAILED}),
@@ -485,6 +486,8 @@ class Master(TableMachine, HeartbeatWatch, CoordinatorWatch, PreemptionWatch):
         self.in_spec: list[int] = []  # worker slots in the cluster spec, in task-index order
         self.cluster: dict = {}  # the spec the containers see ("cluster" in the key-value store)
         self.given: dict | None = None  # the spec the current coordinator began with; None: not begun
+        self.given_slots: list[int] = []  # the worker slots of that spec
+        self.lost_since_begin: set[int] = set()  # of those, the slots whose worker was lost since
         self.begin_after = 0.0  # backoff: the current coordinator begins no earlier (self.clock)
         self.spawned_at = 0.0  # when the current coordinator process was started (self.clock)
         self.progress_at_begin: bytes | None = None  # "progress" when it was given the spec
@@ -513,6 +516,8 @@ class Master(TableMachine, HeartbeatWatch, CoordinatorWatch, PreemptionWatch):
         role, slot = self.containers[c.id]
         if self.live.get((role, slot)) == c.id:
             del self.live[(role, slot)]
+            if role == "worker":
+                self.lost_since_begin.add(slot)
         self.publish_alive()
         hung = c.id in self.hung
         message = (c.exit_message or "").lower()
@@ -572,9 +577,22 @@ class Master(TableMachine, HeartbeatWatch, CoordinatorWatch, PreemptionWatch):
 
     def on_spec_changed(self) -> State:
         """Every server of the new spec is up: the coordinator checkpoints after its current wave
-        and exits RESCALE_EXIT; it is restarted with the new spec and restores that checkpoint."""
+        and exits RESCALE_EXIT; it is restarted with the new spec and restores that checkpoint.
+
+        Not when every worker it began with was lost meanwhile (all preempted at once, one or more
+        replacements at a new address): TensorFlow recovers lost workers all together, waiting at
+        the moved one's old address, which never answers, so the closures in flight never finish
+        and the coordinator can neither drain nor checkpoint (seen in CI: silent until the hang
+        watchdog killed it 120 s later). It is restarted now, from the latest checkpoint: what it
+        did since is what those workers' loss took anyway."""
         from tfhadoop.trainer.coordinator import RESCALE
 
+        if self.given_slots and set(self.given_slots) <= self.lost_since_begin:
+            self.events.add("rescaled", role="chief", workers=len(self.cluster["worker"]), drained=False,
+                            why="every worker the coordinator began with was lost; one came back elsewhere")
+            self.stop_coordinator()
+            self.spawn_coordinator(planned=True)
+            return State.WAITING
         open(os.path.join(self.work, RESCALE), "w").close()
         self.rescale_pending = True
         self.events.add("rescale_requested", role="chief", workers=len(self.cluster["worker"]))
@@ -921,6 +939,7 @@ class Master(TableMachine, HeartbeatWatch, CoordinatorWatch, PreemptionWatch):
                 json.dump(value, f)
             os.replace(path + ".tmp", path)
         self.given = json.loads(json.dumps(self.cluster))
+        self.given_slots, self.lost_since_begin = list(self.in_spec), set()
         self.watch_coordinator()
         self.progress_at_begin, self.first_wave_seen = self.app.kv.get(protocol.KV_PROGRESS), False
         self.events.add("coordinator_started", role="chief", attempt=self.coordinator_attempts,
