@@ -220,21 +220,23 @@ def test_every_worker_lost_and_one_moved_restarts_the_coordinator_at_once(master
     assert _kinds(master).count("coordinator_started") == 2
 
 
-def test_one_worker_lost_and_moved_with_a_survivor_still_drains(master):
-    _start(master)
+def _replace_worker_1(master, address: str) -> None:
+    """Worker 1 lost, its replacement serving at ``address``, each seen by one step."""
     master.app.lose("worker_1")
     master.step()
-    master.app.serve("worker", 1, "h:96")
+    master.app.serve("worker", 1, address)
     master.step()
+
+
+def test_one_worker_lost_and_moved_with_a_survivor_still_drains(master):
+    _start(master)
+    _replace_worker_1(master, "h:96")
     assert _rescale_file(master) and _kinds(master)[-1] == "rescale_requested"
 
 
 def test_same_address_rejoins_without_restart(master):
     _start(master)
-    master.app.lose("worker_1")
-    master.step()
-    master.app.serve("worker", 1, "h:11")
-    master.step()
+    _replace_worker_1(master, "h:11")
     master.step()
     assert "worker_moved" not in _kinds(master) and _kinds(master).count("coordinator_started") == 1
     assert "replacement_up" in _kinds(master) and not _rescale_file(master)
