@@ -220,6 +220,17 @@ def test_every_worker_lost_and_one_moved_restarts_the_coordinator_at_once(master
     assert _kinds(master).count("coordinator_started") == 2
 
 
+def test_every_worker_lost_and_back_in_place_with_a_late_one_still_drains(master):
+    """Back at its address, the lost worker rejoins TensorFlow's coordinator: it can drain."""
+    _start(master, workers=(0,))
+    master.app.lose("worker_0")
+    master.step()
+    master.app.serve("worker", 0, "h:10")
+    master.app.serve("worker", 1, "h:51")  # a late worker: the spec changes without a move
+    master.step()
+    assert _rescale_file(master) and "rescaled" not in _kinds(master)
+
+
 def _replace_worker_1(master, address: str) -> None:
     """Worker 1 lost, its replacement serving at ``address``, each seen by one step."""
     master.app.lose("worker_1")

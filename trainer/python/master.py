@@ -587,7 +587,9 @@ class Master(TableMachine, HeartbeatWatch, CoordinatorWatch, PreemptionWatch):
         did since is what those workers' loss took anyway."""
         from tfhadoop.trainer.coordinator import RESCALE
 
-        if self.given_slots and set(self.given_slots) <= self.lost_since_begin:
+        given = self.given["worker"] if self.given else []
+        moved = any(self.cluster["worker"][i] != address for i, address in enumerate(given))
+        if moved and self.given_slots and set(self.given_slots) <= self.lost_since_begin:
             self.events.add("rescaled", role="chief", workers=len(self.cluster["worker"]), drained=False,
                             why="every worker the coordinator began with was lost; one came back elsewhere")
             self.stop_coordinator()
