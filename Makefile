@@ -15,7 +15,7 @@ help:
 	@echo "make test        JVM and native unit tests + the whole Python suite against the embedded cluster"
 	@echo "make test-fast   the suite without tests marked slow"
 	@echo "make setup       venvs (.venv: pyspark 4.3 + TF; .venv35: pyspark 3.5), jars/, Hadoop artifacts"
-	@echo "make lint        ruff over every Python file (part of make test)"
+	@echo "make lint        ruff and Pyright over every Python file (part of make test)"
 	@echo "make bench       benchmarks in bench/ (see BENCHMARKS.md)"
 
 setup: venv jars native
@@ -28,9 +28,17 @@ target/.native-ok: Cargo.toml $(wildcard Cargo.lock) tools/build-native $(NATIVE
 	tools/build-native
 	@mkdir -p target && touch $@
 
-# ruff, configured in ruff.toml: the whole tree must be clean.
-lint: $(VENV)/.ok
+# ruff (ruff.toml) and Pyright (pyrightconfig.json, basic strictness): both must be clean.
+PYRIGHT_VERSION := 1.1.414
+PYRIGHT := .tools/pyright/node_modules/.bin/pyright
+lint: $(VENV)/.ok $(PYRIGHT)
 	$(VENV)/bin/ruff check .
+	$(PYRIGHT) -p pyrightconfig.json
+
+# Pyright from the npm registry, pinned, into .tools/ (needs node and npm).
+$(PYRIGHT):
+	@command -v npm >/dev/null || { echo "make lint needs npm (apt-get install nodejs npm)" >&2; exit 1; }
+	npm install --silent --no-audit --no-fund --prefix .tools/pyright pyright@$(PYRIGHT_VERSION)
 
 venv: $(VENV)/.ok .venv35/.ok
 

@@ -113,7 +113,7 @@ lazy val tfhadoop = (project in file("target/tfhadoop-build"))
 
 // The application master agent (yarn/am-agent): a Java agent the job's master spec loads into Skein's
 // application master JVM so that YARN's preemption warnings (AllocateResponse.getPreemptionMessage)
-// reach the job master (trainer/python/master.py). Java 8 bytecode against Hadoop 3.3 (provided),
+// reach the job master (trainer/python/tfhadoop/trainer/master.py). Java 8 bytecode against Hadoop 3.3 (provided),
 // public Hadoop APIs only: it runs in whatever Hadoop the cluster's containers have.
 lazy val copyAgentJar = taskKey[File]("Build the AM agent jar and copy it to jars/am-agent.jar")
 

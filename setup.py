@@ -1,34 +1,40 @@
-"""One Python package, ``tfhadoop``, whose areas live in the project's area folders.
+"""One Python package, ``tfhadoop``: a PEP 420 namespace package whose parts live in the areas.
 
-``tfhadoop`` itself (the CLI and the cluster resolution every area shares) is in ``tfhadoop/``;
-``tfhadoop.connectors``, ``tfhadoop.spark``, ``tfhadoop.yarn`` and ``tfhadoop.trainer`` are mapped
-from ``<area>/python`` so each area keeps its Python next to its JVM sources.
+Each area keeps its Python next to its JVM sources, in a folder that mirrors the module name, so
+editors, Pyright and import-graph tools resolve ``tfhadoop.<area>.<module>`` from the file tree
+alone, without running an import hook:
+
+    tfhadoop/                                 tfhadoop.cli, .hadoop, .errors, ... (shared core)
+    connectors/python/tfhadoop/connectors/    tfhadoop.connectors
+    spark/python/tfhadoop/spark/              tfhadoop.spark
+    yarn/python/tfhadoop/yarn/                tfhadoop.yarn
+    trainer/python/tfhadoop/trainer/          tfhadoop.trainer
+
+The import roots are the project folder and every ``<area>/python`` that holds a ``tfhadoop``
+folder: a wheel maps each package to its folder, and the development install
+(tools/bootstrap-python, same rule) puts those roots on the venv's path with a .pth file.
 """
+import glob
 import os
 
-from setuptools import setup
+from setuptools import find_namespace_packages, setup
 
-AREAS = {
-    "tfhadoop": "tfhadoop",
-    "tfhadoop.connectors": "connectors/python",
-    "tfhadoop.spark": "spark/python",
-    "tfhadoop.yarn": "yarn/python",
-    "tfhadoop.trainer": "trainer/python",
-}
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOTS = ["."] + sorted(os.path.dirname(p) for p in glob.glob("*/python/tfhadoop", root_dir=HERE))
 
 
 def _packages():
-    """Every package under each area root (folders with an __init__.py), with its folder."""
+    """Every ``tfhadoop`` package under each import root, with the folder it lives in."""
     packages, package_dir = [], {}
-    for name, root in AREAS.items():
-        for folder, dirs, files in os.walk(root):
-            dirs[:] = [d for d in dirs if not d.startswith((".", "__"))]
-            if "__init__.py" not in files:
+    for root in ROOTS:
+        for pkg in find_namespace_packages(where=root, include=["tfhadoop", "tfhadoop.*"]):
+            folder = os.path.join(root, *pkg.split("."))
+            if any(part.startswith(("__", ".")) for part in pkg.split(".")):
                 continue
-            rel = os.path.relpath(folder, root)
-            pkg = name if rel == "." else name + "." + rel.replace(os.sep, ".")
+            if pkg == "tfhadoop" and root != ".":
+                continue  # the namespace's own folder in each area holds only that area
             packages.append(pkg)
-            package_dir[pkg] = folder
+            package_dir[pkg] = os.path.normpath(folder)
     return packages, package_dir
 
 
@@ -41,6 +47,7 @@ setup(
     python_requires=">=3.10",
     packages=PACKAGES,
     package_dir=PACKAGE_DIR,
+    package_data={"": ["*.so"]},
     include_package_data=True,
     install_requires=[
         "pyspark[sql]==4.3.0",

@@ -138,7 +138,7 @@ def main() -> int:
 
     from pyspark.sql import functions as F
 
-    from tfhadoop import Model
+    from tfhadoop.trainer import Model
 
     folder = tempfile.mkdtemp(prefix="bench-predict-model-")
     build_model(folder, opts.width, opts.hidden)

@@ -1,5 +1,5 @@
 """What a trainer task costs by where it lies in its shard, read from hdfs:// through TensorFlow
-(tfhdfs plugin) exactly as a worker's closure reads it (trainer/python/step.py):
+(tfhdfs plugin) exactly as a worker's closure reads it (trainer/python/tfhadoop/trainer/step.py):
 
 - before: ``TFRecordDataset(shard, GZIP).skip(start).take(n)`` on a gzip shard (the export's
   default; what the trainer did up to issue 11), also uncompressed, for the read without inflate;

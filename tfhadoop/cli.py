@@ -96,9 +96,13 @@ def _kerberos_login(args) -> None:
 
 
 def _version() -> str:
-    from tfhadoop import __version__
+    """The installed distribution's version (setup.py's, the one place it is written)."""
+    from importlib.metadata import PackageNotFoundError, version
 
-    return f"tfhadoop {__version__}"
+    try:
+        return f"tfhadoop {version('tfhadoop')}"
+    except PackageNotFoundError:
+        return "tfhadoop (not installed: running from a source tree)"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -189,7 +189,7 @@ def test_spark_submit_runs_the_same_job(hadoop_cluster, tmp_path):
     csv = tmp_path / "in.csv"
     csv.write_text("id,score,name\n" + "".join(f"{i},{i / 10},n{i}\n" for i in range(500)))
     out = hadoop_cluster.hdfs_url(f"/datasets/submit-{uuid.uuid4().hex[:6]}")
-    job = Path(__file__).resolve().parents[2] / "spark" / "python" / "export.py"
+    job = Path(__file__).resolve().parents[2] / "spark" / "python" / "tfhadoop" / "spark" / "export.py"
     submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable,
                PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"])

@@ -19,8 +19,8 @@ def main() -> int:
     import tf_keras
     from pyspark.sql import SparkSession
 
-    from tfhadoop import Model
     from tfhadoop.spark import predict
+    from tfhadoop.trainer import Model
 
     assert pyspark.__version__.startswith("3.5."), pyspark.__version__
     assert not predict.has_arrow_udf()

@@ -1,4 +1,4 @@
-"""In-memory commits of ``--strategy allreduce`` (trainer/python/commit.py): which state a new
+"""In-memory commits of ``--strategy allreduce`` (trainer/python/tfhadoop/trainer/commit.py): which state a new
 generation restores, that a commit and its task ledger travel together, and the sharing of a
 survivor's commit with the other members through a real MultiWorkerMirroredStrategy ring of two
 local processes."""

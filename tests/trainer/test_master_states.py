@@ -1,4 +1,4 @@
-"""The master's state machine (trainer/python/master.py, TRANSITIONS) driven through the fault
+"""The master's state machine (trainer/python/tfhadoop/trainer/master.py, TRANSITIONS) driven through the fault
 rows of issue 12 with a fake Skein client and the injected clock: hangs (heartbeats), a
 preemption before the cluster is first up, an application master restart."""
 from __future__ import annotations
@@ -16,7 +16,7 @@ def _clock(master):
 
 
 def _beat(master, role, slot, n):
-    """The role's heartbeat thread bumping its key (as trainer/python/role.py does)."""
+    """The role's heartbeat thread bumping its key (as trainer/python/tfhadoop/trainer/role.py does)."""
     master.app.kv[f"hb/{role}/{slot}"] = f"{master.live[(role, slot)]} {n}".encode()
 
 

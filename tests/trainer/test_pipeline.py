@@ -48,7 +48,7 @@ def features(spark):
 @pytest.fixture(scope="module")
 def fitted(spark, hadoop_cluster, features):
     """One short training on YARN through ``Trainer.fit`` of the table, shared by the tests."""
-    from tfhadoop import Trainer
+    from tfhadoop.trainer import Trainer
 
     run = hadoop_cluster.hdfs_url(f"/tmp/pipeline-tests/run-{uuid.uuid4().hex[:8]}")
     spec = dict(model="pipeline_test_models:linear", python_path=[str(HERE)], label="y", workers=1, ps=1,
@@ -89,9 +89,9 @@ def test_fit_then_transform_hive_to_hive(spark, hadoop_cluster, features, fitted
 def test_fit_of_an_unchanged_table_reuses_its_export(spark, hadoop_cluster, features, fitted):
     """The same table and options: the export is reused (seen in fit's output, before the job
     check refuses the existing export dir); a changed table is exported again."""
-    from tfhadoop import Trainer
     from tfhadoop.connectors import hdfs
     from tfhadoop.spark.reuse import export_or_reuse
+    from tfhadoop.trainer import Trainer
 
     model, spec, _ = fitted
     before = hdfs.read_bytes(f"{model.dataset}/_tfhadoop.json")
@@ -154,8 +154,8 @@ def test_vector_input_and_vector_output_columns(spark, hadoop_cluster, tmp_path,
     import tf_keras
     from pyspark.ml.feature import VectorAssembler
 
-    from tfhadoop import Model
     from tfhadoop.connectors import hdfs
+    from tfhadoop.trainer import Model
 
     v = tf_keras.Input((3,), name="v")
     a = tf_keras.Input((), name="a")
@@ -223,7 +223,7 @@ def test_predict_under_spark_submit_files_to_files(spark, hadoop_cluster, featur
     src = hadoop_cluster.hdfs_url(f"/tmp/pipeline-tests/in-{uuid.uuid4().hex[:6]}")
     dst = hadoop_cluster.hdfs_url(f"/tmp/pipeline-tests/out-{uuid.uuid4().hex[:6]}")
     spark.table(features).filter(f"id < {ROWS}").write.parquet(src)
-    job = Path(__file__).resolve().parents[2] / "spark" / "python" / "predict.py"
+    job = Path(__file__).resolve().parents[2] / "spark" / "python" / "tfhadoop" / "spark" / "predict.py"
     submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable,
                PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"])

@@ -552,7 +552,7 @@ def test_spark_submit_with_the_data_source_on_the_secure_yarn(secure_cluster, tm
     out = info["fs_default"] + f"/user/{user}/datasets/submitted"
     krb = f"-Djava.security.krb5.conf={info['krb5_conf']}"
     submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
-    job = Path(__file__).resolve().parents[2] / "spark" / "python" / "export.py"
+    job = Path(__file__).resolve().parents[2] / "spark" / "python" / "tfhadoop" / "spark" / "export.py"
     started = time.time()
     proc = subprocess.run(
         [str(submit), "--master", "yarn", "--principal", info["principal"], "--keytab", info["keytab"],

@@ -1,6 +1,6 @@
 //! Serialized Examples / SequenceExamples -> Arrow column data, with a schema (every value
 //! checked against it: kind, count, range, UTF-8) or inferring one in the same pass.
-//! Error texts are shared word for word with the pure-Python path (connectors/python/arrow.py).
+//! Error texts are shared word for word with the pure-Python path (connectors/python/tfhadoop/connectors/arrow.py).
 
 use std::collections::HashMap;
 use std::sync::Arc;

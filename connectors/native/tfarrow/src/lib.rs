@@ -1,6 +1,6 @@
 //! `tfhadoop.connectors._tfarrow`: tf.train.Example / SequenceExample <-> Arrow in Rust, handed
 //! to and from pyarrow through the Arrow C data interface (PyCapsules, no copies). The Python
-//! wrapper is connectors/python/arrow.py; it owns the API, this module only the hot loops.
+//! wrapper is connectors/python/tfhadoop/connectors/arrow.py; it owns the API, this module only the hot loops.
 
 mod crc;
 mod decode;

@@ -14,7 +14,7 @@ import org.slf4j.LoggerFactory;
  * The coarse record-boundary index: a hidden sidecar {@code .<file>.tfrindex} next to a data file
  * holding (record ordinal, record offset, member offset) every ~interval bytes, so a split or a
  * task starts on a real record boundary with no scan. Layout (little-endian; docs/tfrecord-jvm.md
- * "Record-boundary index" is the one description, connectors/python/coarse_index.py the Python
+ * "Record-boundary index" is the one description, connectors/python/tfhadoop/connectors/splits.py the Python
  * side):
  *
  * <pre>

@@ -43,7 +43,7 @@ KV_ADDR = "addr/"  # addr/<role>/<slot>: host:port a server listens on
 KV_UP = "up/"  # up/<role>/<slot>: the server serves
 KV_HEARTBEAT = "hb/"  # hb/<role>/<slot>: "<container id> <count>", bumped every HEARTBEAT_S by the role
 HEARTBEAT_S = 2.0  # a role that stops bumping its heartbeat for --hang-timeout s is killed and replaced
-# The coordinator's watchdog report: {"pid", "phase", "mark", "beat"} (trainer/python/phases.py).
+# The coordinator's watchdog report: {"pid", "phase", "mark", "beat"} (trainer/python/tfhadoop/trainer/phases.py).
 # "beat" is bumped every HEARTBEAT_S by a thread (silent for --hang-timeout s: hung); "mark" when it
 # enters a phase or makes progress in it (one phase longer than its --phase-timeouts limit: stuck).
 KV_COORDINATOR = "coordinator"
@@ -56,7 +56,7 @@ PHASE_EVALUATING = "evaluating"  # evaluates the trained model on the eval split
 PHASE_EXPORTING = "exporting"  # publishes the SavedModel and the metrics
 PHASES = (PHASE_STARTING, PHASE_CONNECTING, PHASE_TRAINING, PHASE_CHECKPOINTING, PHASE_HDFS_RETRY,
           PHASE_EVALUATING, PHASE_EXPORTING)
-# --strategy allreduce (trainer/python/allreduce.py, allreduce_master.py)
+# --strategy allreduce (trainer/python/tfhadoop/trainer/allreduce.py, allreduce_master.py)
 KV_RING = "ring"  # {"gen": g, "worker": [host:port, ...], "slots": [...]}: the ring generation to train in
 KV_RING_STOP = "ring_stop"  # g: the ring of generation g checkpoints after its current round and exits 75
 KV_RING_EXIT = "ring_exit/"  # ring_exit/<slot>: {"gen", "rc", "error"} of the slot's last training process

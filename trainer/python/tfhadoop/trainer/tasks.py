@@ -35,7 +35,7 @@ def start_point(index, start: int) -> tuple[int, int]:
     """(byte offset, records to skip after it) for record ``start`` of a shard: the index entry
     at or before it (one every ~1 MiB), so a task anywhere in a shard reads at most ~1 MiB it
     does not train on. ``index``: (ordinals, offsets) of the shard's record-boundary index
-    (connectors/python/splits.py), or None: from the shard start, skipping ``start`` records."""
+    (connectors/python/tfhadoop/connectors/splits.py), or None: from the shard start, skipping ``start`` records."""
     if index is None:
         return 0, start
     ordinals, offsets = index

@@ -1,6 +1,6 @@
 """Hive/HDFS -> sharded TFRecord dataset: `tfhadoop export`, also a `spark-submit` job file.
 
-    spark-submit --jars jars/tfhadoop-0.1.0.jar spark/python/export.py --table db.t --output hdfs:///ds
+    spark-submit --jars jars/tfhadoop-0.1.0.jar spark/python/tfhadoop/spark/export.py --table db.t --output hdfs:///ds
 
 Why it is built this way:
 - The write goes through the tfhadoop JVM data source (fast, Hadoop commit protocol per split).
@@ -597,7 +597,7 @@ def _cli(args) -> int:
 
 
 def main(argv=None) -> int:
-    """Entry point for ``spark-submit --jars jars/tfhadoop-*.jar spark/python/export.py ...``."""
+    """Entry point for ``spark-submit --jars jars/tfhadoop-*.jar spark/python/tfhadoop/spark/export.py ...``."""
     p = argparse.ArgumentParser(prog="export.py", description=__doc__.split("\n\n", 1)[0])
     add_arguments(p)
     args = p.parse_args(argv)

@@ -1,7 +1,7 @@
 """Scoring a DataFrame with a SavedModel on the Spark executors: ``Model.transform`` and
 ``tfhadoop predict`` (also a ``spark-submit`` job file).
 
-    spark-submit --jars jars/tfhadoop-0.1.0.jar spark/python/predict.py --model hdfs:///models/ctr \\
+    spark-submit --jars jars/tfhadoop-0.1.0.jar spark/python/tfhadoop/spark/predict.py --model hdfs:///models/ctr \\
         --table features.today --output-table scores.today
 
 Why it is built this way:
@@ -531,7 +531,7 @@ def _cli(args) -> int:
 
 
 def main(argv=None) -> int:
-    """Entry point for ``spark-submit --jars jars/tfhadoop-*.jar spark/python/predict.py ...``."""
+    """Entry point for ``spark-submit --jars jars/tfhadoop-*.jar spark/python/tfhadoop/spark/predict.py ...``."""
     p = argparse.ArgumentParser(prog="predict.py", description=DESCRIPTION, epilog=EPILOG,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(p)

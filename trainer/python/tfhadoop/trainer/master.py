@@ -23,7 +23,7 @@ and port each must use), assembles the cluster spec from the addresses the conta
 - a worker or PS whose heartbeat (``hb/<role>/<slot>``, bumped by a thread of the role) stops
   for ``hang_timeout`` s: killed, then replaced as a lost container (``hang_detected``);
 - the coordinator hung: its report (``coordinator`` in the key-value store: phase and heartbeat,
-  trainer/python/phases.py) silent for ``hang_timeout`` s, or one phase without progress longer
+  trainer/python/tfhadoop/trainer/phases.py) silent for ``hang_timeout`` s, or one phase without progress longer
   than that phase's ``phase_timeouts`` limit: killed and restarted from the checkpoint as after a
   failure (``coordinator_hung``);
 - the application master lost: YARN starts attempt 2, whose master restarts every role and the
@@ -404,7 +404,7 @@ class PreemptionWatch:
 
 class CoordinatorWatch:
     """The coordinator's watchdog on the master's side: when its report (``protocol.KV_COORDINATOR``,
-    written by trainer/python/phases.py) last had a new ``beat`` and a new ``(phase, mark)``, by
+    written by trainer/python/tfhadoop/trainer/phases.py) last had a new ``beat`` and a new ``(phase, mark)``, by
     this master's clock. Needs ``coordinator``, ``clock``, ``job``, ``app``, ``live``, ``replacing``,
     ``delayed`` and ``silent_for`` (HeartbeatWatch)."""
 

@@ -1,1 +1,0 @@
-"""TensorFlow training that runs inside the YARN application."""
