@@ -3,8 +3,16 @@ from datetime import datetime
 from typing import Any, Self
 
 from .kv import KeyValueStore
-from .model import (ApplicationReport, ApplicationSpec, ApplicationState, Container, ContainerState,
-                    FinalStatus, LogLevel, Security)
+from .model import (
+    ApplicationReport,
+    ApplicationSpec,
+    ApplicationState,
+    Container,
+    ContainerState,
+    FinalStatus,
+    LogLevel,
+    Security,
+)
 
 _Spec = ApplicationSpec | str | Mapping[str, Any]  # a spec, a path to a yaml/json file, or its dict
 
