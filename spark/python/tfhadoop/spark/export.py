@@ -336,19 +336,19 @@ def _merge_profile(profile, stats, df, partition_by):
     return profile
 
 
-def check_label(df, label) -> None:
-    """A label is one value per record: a vector or array column is refused, by name."""
+def check_label(df, label: str | None) -> None:
+    """A label is one value per record: a vector or array column is refused, by name. Several
+    label columns (a model with several outputs) come as ``a,b``, as ``tfhadoop train --label``."""
     from pyspark.sql.types import ArrayType, StructType
 
-    if not label:
-        return
     types = {f.name: f.dataType for f in df.schema.fields}
-    if label not in types:
-        raise CommandError(f"--label {label!r} is not a column of the input ({', '.join(df.columns)})")
-    t = types[label]
-    if is_vector(t) or isinstance(t, (ArrayType, StructType)):
-        kind = "a vector" if is_vector(t) else f"of type {t.simpleString()}"
-        raise CommandError(f"--label {label!r} is {kind}; a label must be one number or string per record")
+    for name in [n.strip() for n in (label or "").split(",") if n.strip()]:
+        if name not in types:
+            raise CommandError(f"--label {name!r} is not a column of the input ({', '.join(df.columns)})")
+        t = types[name]
+        if is_vector(t) or isinstance(t, (ArrayType, StructType)):
+            kind = "a vector" if is_vector(t) else f"of type {t.simpleString()}"
+            raise CommandError(f"--label {name!r} is {kind}; a label must be one number or string per record")
 
 
 def float32_loss(profile) -> dict:

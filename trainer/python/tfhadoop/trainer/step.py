@@ -11,6 +11,8 @@ a lost worker and was re-queued is counted once, by the run that completed.
 """
 from __future__ import annotations
 
+from typing import Literal
+
 import tensorflow as tf
 
 from tfhadoop.connectors.dataset import tf_parse_spec
@@ -21,12 +23,13 @@ from tfhadoop.trainer.keras_step import (
     train_step_fn,
 )
 
-COMPRESSION = {"gzip": "GZIP", "zlib": "ZLIB", "none": "", None: ""}
+TFCompression = Literal["GZIP", "ZLIB", ""]  # tf.data's compression_type names
+COMPRESSION: dict[str | None, TFCompression] = {"gzip": "GZIP", "zlib": "ZLIB", "none": "", None: ""}
 READ_BUFFER = 256 << 10  # bytes per read from HDFS (TFRecordDataset's own default)
 PREFETCH = 2  # batches read ahead of the step within a task
 
 
-def records_from(path, offset, compression: str):
+def records_from(path, offset, compression: TFCompression):
     """The serialized records of ``path`` from byte ``offset`` (a record boundary) on.
 
     TensorFlow's ``TFRecordDatasetV2`` op takes byte offsets, but ``tf.data.TFRecordDataset`` does
