@@ -15,7 +15,7 @@ from typing import Literal
 
 import tensorflow as tf
 
-from tfhadoop.connectors.dataset import tf_parse_spec
+from tfhadoop.connectors.dataset import tf_example_spec
 from tfhadoop.trainer.keras_step import (
     label_columns,
     model_inputs,  # noqa: F401 - coordinator, validate and bench import it here
@@ -57,9 +57,7 @@ def without_rewrites(ds):
 def parse_fn(parse_spec: dict, label, weight: str | None = None):
     """A batch parser: serialized Examples -> ``(features, y)`` or, with a ``weight`` column,
     ``(features, y, sample_weight)`` (dense tensors; ``keras_step.split_batch``)."""
-    spec = tf_parse_spec(parse_spec)
-    if isinstance(spec, tuple):
-        raise ValueError("SequenceExample datasets are not supported by the trainer yet")
+    spec = tf_example_spec(parse_spec)
     for column in [*label_columns(label), *([weight] if weight else [])]:
         if column not in spec:
             raise ValueError(f"column {column!r} is not in the dataset's parse spec ({sorted(spec)})")
