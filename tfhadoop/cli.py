@@ -80,7 +80,7 @@ def _kerberos_login(args) -> None:
     if args.command not in KERBEROS_COMMANDS or not kerberos.security_enabled():
         return
     kerberos.prepare_skein_env()
-    if keytab:
+    if keytab and principal:  # both or neither: checked above
         kerberos.login_from_keytab(principal, keytab)
     elif args.command in YARN_COMMANDS or args.command == "export":
         # export: Spark's driver JVM would fail later with a stack trace (Hive warehouse, output on

@@ -16,7 +16,7 @@ from tfhadoop.errors import CommandError
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("demo", help="run the main job end to end on the embedded cluster",
-                              description=__doc__.split("\n\n", 1)[1])
+                              description=(__doc__ or "").split("\n\n", 1)[1])
     p.add_argument("--state-dir", help="embedded cluster state dir (default ~/.tfhadoop/cluster)")
     p.add_argument("--rows", type=int, default=20000, help="rows in the demo Hive table (default 20000)")
     p.add_argument("--keep", action="store_true", help="leave the cluster running afterwards")
@@ -75,8 +75,8 @@ def _run(args, log: str | None) -> int:
         if info.get("secure"):
             home += "/user/" + _kerberos_login(info)
         _skein_hello(args.verbose, log)
-        table = _hive_round_trip(args.rows)
-        dataset = _tfrecord_export(table, args.rows, home)
+        spark, table = _hive_round_trip(args.rows)
+        dataset = _tfrecord_export(spark, table, args.rows, home)
         if not args.no_train:
             _train(dataset, args.workers, args.verbose, log)
     finally:
@@ -125,7 +125,8 @@ def _skein_hello(verbose: bool, log: str | None) -> None:
         print(f"   its log says: {hello[0] if hello else '(nothing)'}")
 
 
-def _hive_round_trip(rows: int) -> str:
+def _hive_round_trip(rows: int):
+    """The Hive table written and read back: (the Spark session, its name)."""
     from tfhadoop.spark.session import hive_session
 
     table = f"demo_features_{uuid.uuid4().hex[:6]}"
@@ -140,19 +141,16 @@ def _hive_round_trip(rows: int) -> str:
         print(f"   {back.n} rows ({back.positives} positive) at {location}")
         if back.n != rows:
             raise CommandError(f"Hive round trip returned {back.n} rows, expected {rows}")
-    return table
+    return spark, table
 
 
-def _tfrecord_export(table: str, rows: int, home: str) -> str:
-    from pyspark.sql import SparkSession
-
+def _tfrecord_export(spark, table: str, rows: int, home: str) -> str:
     from tfhadoop.connectors.tfrecord import read_records
     from tfhadoop.spark.export import ExportOptions, parse_splits, run_export
     from tfhadoop.spark.session import tfhadoop_jar
 
     if tfhadoop_jar() is None:
         raise CommandError("jars/tfhadoop-*.jar is missing: run `make jars`")
-    spark = SparkSession.getActiveSession()
     out = home.rstrip("/") + f"/datasets/{table}"
     with _step(f"tfhadoop export: Hive table -> sharded TFRecord dataset ({out})"):
         manifest = run_export(spark, ExportOptions(output=out, table=table, shards=4, overwrite=True,
@@ -163,12 +161,15 @@ def _tfrecord_export(table: str, rows: int, home: str) -> str:
     with _step("TensorFlow parses the shards with the manifest's parse spec (read by tfhadoop.connectors)"):
         import tensorflow as tf
 
-        from tfhadoop.connectors.dataset import tf_parse_spec
+        from tfhadoop.connectors.dataset import tf_example_spec
 
         records = list(read_records([f"{out}/{f['path']}" for f in manifest["files"]]))
-        parsed = tf.io.parse_example(tf.constant(records), tf_parse_spec(manifest["parse_spec"]))
+        parsed = tf.io.parse_example(tf.constant(records), tf_example_spec(manifest["parse_spec"]))
+        label = parsed["label"]
+        if not isinstance(label, tf.Tensor):  # a scalar column: FixedLenFeature, so dense
+            raise CommandError(f"the label parsed as a {type(label).__name__}, not a dense tensor")
         print(f"   {len(records)} Examples; features {sorted(parsed)}; "
-              f"mean label {float(tf.reduce_mean(tf.cast(parsed['label'], tf.float32))):.3f}")
+              f"mean label {float(tf.reduce_mean(tf.cast(label, tf.float32))):.3f}")
         if len(records) != rows:
             raise CommandError(f"read {len(records)} records back, expected {rows}")
     return out

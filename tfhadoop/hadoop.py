@@ -84,7 +84,7 @@ class HadoopConf:
 
     @property
     def default_fs(self) -> str:
-        return self.get("fs.defaultFS", "file:///")
+        return self.props.get("fs.defaultFS", "file:///")
 
     @property
     def webhdfs_url(self) -> str:

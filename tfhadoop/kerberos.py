@@ -15,6 +15,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Mapping
 
 from tfhadoop.errors import ClusterError
 
@@ -118,11 +119,10 @@ def explain(exc: BaseException | str, target: str) -> KerberosError | None:
     return KerberosError(f"no Kerberos ticket for {target}: {HINT}")
 
 
-def java_options(env: dict | None = None) -> list[str]:
+def java_options(env: Mapping[str, str] | None = None) -> list[str]:
     """JVM flags that make a Java client read the same krb5.conf as MIT tools ($KRB5_CONFIG):
     the JDK ignores that variable."""
-    env = os.environ if env is None else env
-    conf = env.get("KRB5_CONFIG")
+    conf = (os.environ if env is None else env).get("KRB5_CONFIG")
     return [f"-Djava.security.krb5.conf={conf}"] if conf else []
 
 

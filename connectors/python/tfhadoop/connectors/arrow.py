@@ -55,6 +55,8 @@ class SchemaDrift(ValueError):
     """A record after the sample does not fit the schema inferred from the sample
     (``infer="sample"``): the schema must be inferred from all records instead."""
 
+    record: int | None = None  # the index of that record, when known
+
 
 class _Stats:
     """What inference knows about one feature so far."""
@@ -166,13 +168,14 @@ def _locate(exc: Exception, origins) -> Exception:
         return exc
     path, offset = origins(rec)
     new = type(exc)(f"{path}: record at offset {offset}: {exc}")
-    new.record = rec
+    new.record = rec  # pyright: ignore[reportAttributeAccessIssue] - any exception takes it; see _decode_error
     return new
 
 
 def _decode_error(msg: str, rec: int, malformed: bool) -> Exception:
     exc = _ex.ExampleDecodeError(msg) if malformed else ValueError(msg)
-    exc.record = rec
+    # the record index rides on the built-in class both codecs raise (their errors must match):
+    exc.record = rec  # pyright: ignore[reportAttributeAccessIssue] - exceptions take attributes
     return exc
 
 
@@ -195,22 +198,22 @@ class _Batches:
         self.mod = _use_native(native)
         self.rows, self.strict = 0, False
         if self.mod is not None:
-            self.dec = self._decoder(schema, False)
+            self.dec = self._decoder(self.mod, schema, False)
         else:
             self.pending, self.stats = [], ({}, {})
 
-    def _decoder(self, schema, strict):
+    def _decoder(self, mod, schema, strict):
         if schema is None:
-            return self.mod.Decoder(None, sequence=self.seq, bytes_as=self.bytes_as)
+            return mod.Decoder(None, sequence=self.seq, bytes_as=self.bytes_as)
         fl = [self.seq and is_feature_list(f) for f in schema]
-        return self.mod.Decoder(schema.__arrow_c_schema__(), fl, [str(f.type) for f in schema],
+        return mod.Decoder(schema.__arrow_c_schema__(), fl, [str(f.type) for f in schema],
                                 [str(_leaf(f.type)) for f in schema], self.seq, self.bytes_as, strict)
 
     def freeze(self, schema: pa.Schema) -> None:
         """From now on decode strictly against ``schema`` (inferred so far); call between batches."""
         self.schema, self.strict = schema, True
         if self.mod is not None:
-            dec = self._decoder(schema, True)
+            dec = self._decoder(self.mod, schema, True)
             dec.rows = self.dec.rows
             self.dec = dec
 
@@ -235,6 +238,8 @@ class _Batches:
     def add_framed(self, buf: bytes, pos: int, base: int, max_records: int, path: str):
         """Native only: frame and decode records from ``buf[pos:]`` (see ``_tfarrow``'s
         ``add_framed``); returns (new pos, records taken, bad checksum seen)."""
+        if self.mod is None:
+            raise RuntimeError("add_framed needs the native Arrow codec")
         try:
             pos, n, bad = self.dec.add_framed(buf, pos, base, max_records)
         except self.mod.DecodeError as exc:

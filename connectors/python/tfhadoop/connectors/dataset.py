@@ -125,6 +125,15 @@ def tf_parse_spec(spec: dict):
     return context
 
 
+def tf_example_spec(spec: dict) -> dict:
+    """:func:`tf_parse_spec` of an Example dataset (for ``tf.io.parse_example``); a ValueError for
+    a SequenceExample one, which the trainer does not read yet."""
+    features = tf_parse_spec(spec)
+    if isinstance(features, tuple):
+        raise ValueError("SequenceExample datasets are not supported by the trainer yet")
+    return features
+
+
 # -- manifest --------------------------------------------------------------------------------------
 
 MANIFEST = "_tfhadoop.json"

@@ -42,9 +42,10 @@ def _kind_and_values(values, kind=None):
         return values
     if isinstance(values, (bytes, bytearray, str, int, float)) or getattr(values, "ndim", 1) == 0:
         values = [values]
-    if hasattr(values, "tolist"):
+    tolist = getattr(values, "tolist", None)  # numpy
+    if tolist is not None:
         k = kind or _kind_of(values)
-        values = values.tolist()
+        values = tolist()
         if k == BYTES:
             values = [v.encode("utf-8") if isinstance(v, str) else v for v in values]
         return k, values

@@ -7,6 +7,8 @@ hand-written wire codec in :mod:`tfhadoop.connectors.example`.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 _F = descriptor_pb2.FieldDescriptorProto
@@ -61,10 +63,14 @@ def _camel(name: str) -> str:
 
 POOL = descriptor_pool.DescriptorPool()
 POOL.Add(_file())
-Example = message_factory.GetMessageClass(POOL.FindMessageTypeByName("tensorflow.Example"))
-SequenceExample = message_factory.GetMessageClass(POOL.FindMessageTypeByName("tensorflow.SequenceExample"))
-Features = message_factory.GetMessageClass(POOL.FindMessageTypeByName("tensorflow.Features"))
-Feature = message_factory.GetMessageClass(POOL.FindMessageTypeByName("tensorflow.Feature"))
+if TYPE_CHECKING:  # the same messages as TensorFlow's generated classes, whose stubs give their fields
+    from tensorflow.core.example.example_pb2 import Example, SequenceExample
+    from tensorflow.core.example.feature_pb2 import Feature, Features
+else:
+    Example = message_factory.GetMessageClass(POOL.FindMessageTypeByName("tensorflow.Example"))
+    SequenceExample = message_factory.GetMessageClass(POOL.FindMessageTypeByName("tensorflow.SequenceExample"))
+    Features = message_factory.GetMessageClass(POOL.FindMessageTypeByName("tensorflow.Features"))
+    Feature = message_factory.GetMessageClass(POOL.FindMessageTypeByName("tensorflow.Feature"))
 
 
 

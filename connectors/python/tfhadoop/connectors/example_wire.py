@@ -16,6 +16,7 @@ from __future__ import annotations
 import numbers
 import struct
 from array import array
+from typing import Any
 
 from tfhadoop.connectors.dataset import BYTES, FLOAT, INT64  # the kinds, exported with the codec
 
@@ -127,7 +128,7 @@ def _explicit(values) -> bool:
     )
 
 
-def encode_feature(values) -> bytes:
+def encode_feature(values: Any) -> bytes:
     """A serialized ``tf.train.Feature`` for ``values`` (see module docstring for what is accepted)."""
     if _explicit(values):
         kind, values = values
@@ -138,10 +139,12 @@ def encode_feature(values) -> bytes:
     if kind is None:
         return b""
     if kind == INT64:
-        payload = _varints(values.tolist() if hasattr(values, "tolist") else values)
+        tolist = getattr(values, "tolist", None)  # numpy
+        payload = _varints(tolist() if tolist is not None else values)
     elif kind == FLOAT:
-        if hasattr(values, "astype"):
-            payload = values.astype("<f4").tobytes()
+        astype = getattr(values, "astype", None)  # numpy
+        if astype is not None:
+            payload = astype("<f4").tobytes()
         else:
             payload = array("f", values).tobytes() if _LITTLE else struct.pack(f"<{len(values)}f", *values)
     else:

@@ -36,7 +36,8 @@ def open_read(path: str):
         return hdfs.filesystem(path).open_read(path)
     import fsspec
 
-    return fsspec.open(path, "rb").open()
+    fs, fs_path = fsspec.core.url_to_fs(path)
+    return fs.open(fs_path, "rb")  # what fsspec.open(path, "rb").open() opens, without the OpenFile
 
 
 def open_write(path: str, overwrite: bool = True):
@@ -50,7 +51,8 @@ def open_write(path: str, overwrite: bool = True):
         return hdfs.filesystem(path).open_write(path, overwrite=overwrite)
     import fsspec
 
-    return fsspec.open(path, "wb").open()
+    fs, fs_path = fsspec.core.url_to_fs(path)
+    return fs.open(fs_path, "wb")  # what fsspec.open(path, "wb").open() opens, without the OpenFile
 
 
 def size(path: str) -> int | None:

@@ -27,6 +27,7 @@ import re
 import threading
 import time
 import uuid
+from abc import ABC, abstractmethod
 from urllib.parse import urlparse
 
 from tfhadoop import kerberos
@@ -78,7 +79,7 @@ def _visible(path: str) -> bool:
     return not path.rstrip("/").rsplit("/", 1)[-1].startswith((".", "_"))
 
 
-class _HdfsFS:
+class _HdfsFS(ABC):
     """What the reader/writer need from a filesystem; ``path`` arguments are full URLs."""
 
     name = "?"
@@ -86,7 +87,16 @@ class _HdfsFS:
     def __init__(self, base: str):
         self.base = base
 
-    def _fail(self, what: str, path: str, exc: Exception) -> HdfsError:
+    @abstractmethod
+    def _status(self, path: str) -> bool | None:
+        """Whether ``path`` is a directory; None when nothing is there."""
+
+    @abstractmethod
+    def _list(self, path: str) -> list[tuple[str, bool]]:
+        """(name, is_dir) of each entry of the directory ``path``."""
+
+    def _fail(self, what: str, path: str, exc: Exception) -> OSError:
+        """``exc`` as the error to raise: FileNotFoundError, PermissionError or HdfsError."""
         if isinstance(exc, FileNotFoundError):
             return FileNotFoundError(f"{_unstrip(self.base, path)}: no such file")
         text = str(exc)
@@ -293,9 +303,15 @@ class WebHdfsFS(_HdfsFS):
                 raise FileNotFoundError(f"{_unstrip(self.base, path)}: no such file") from None
             raise self._fail(what, path, exc) from None
 
+    def _length(self, path: str) -> int:
+        st = self._call("stat", path, self._client.status, path)  # strict: a missing file raises
+        if st is None:
+            raise FileNotFoundError(f"{_unstrip(self.base, path)}: no such file")
+        return st["length"]
+
     def open_read(self, url: str):
         _, path = _split(url)
-        length = self._call("stat", path, self._client.status, path)["length"]
+        length = self._length(path)
         return self._call("read", path, lambda: _WebHdfsReader(self._client.read(path), url, length))
 
     def open_write(self, url: str, overwrite: bool = True):
@@ -304,7 +320,7 @@ class WebHdfsFS(_HdfsFS):
 
     def size(self, url: str) -> int:
         _, path = _split(url)
-        return self._call("stat", path, self._client.status, path)["length"]
+        return self._length(path)
 
     def _status(self, path: str):
         st = self._call("stat", path, self._client.status, path, strict=False)
@@ -389,6 +405,8 @@ def filesystem(url: str, backend: str | None = None, patient: bool = False):
 def _job(url: str):
     """(client call wrapper, path) for a job-file operation on ``url``."""
     fs = filesystem(url, patient=True)
+    if not isinstance(fs, NativeFS):  # patient: hdfs-native and nothing else
+        raise HdfsError(f"job files on {url} need hdfs-native, not {fs.name}")
     path = _split(url)[1]
     return (lambda what, fn, *args: fs._call(what, path, fn, *args)), fs._client, path
 

@@ -22,7 +22,7 @@ def register(subparsers) -> None:
     p = subparsers.add_parser(
         "records",
         help="read, inspect and verify TFRecord files",
-        description=__doc__.split("\n\n", 1)[1],
+        description=(__doc__ or "").split("\n\n", 1)[1],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = p.add_subparsers(dest="records_command", metavar="ACTION", required=True)
@@ -509,7 +509,7 @@ def _write_parquet(tmp, files, schema, record_type, infer, args, progress) -> in
     rows, writer, group, group_bytes = 0, None, [], 0
     limit = args.row_group_mb << 20
 
-    def flush():
+    def flush(writer):
         nonlocal group, group_bytes
         n = sum(b.num_rows for b in group)
         writer.write_table(pa.Table.from_batches(group), row_group_size=max(n, 1))  # one row group, no concat
@@ -522,14 +522,15 @@ def _write_parquet(tmp, files, schema, record_type, infer, args, progress) -> in
             if writer is None:
                 writer = pq.ParquetWriter(tmp, batch.schema, compression=args.parquet_compression,
                                           compression_level=args.parquet_compression_level,
-                                          use_dictionary=_dictionary_columns(batch))
+                                          # pyarrow documents "bool or list"; its unannotated default is True
+                                          use_dictionary=_dictionary_columns(batch))  # pyright: ignore[reportArgumentType]
             group.append(batch)
             group_bytes += batch.nbytes
             rows += batch.num_rows
             if group_bytes >= limit:
-                flush()
+                flush(writer)
         if group:
-            flush()
+            flush(writer)
     finally:
         batches.close()
         if writer is not None:
@@ -552,7 +553,7 @@ def _dictionary_columns(batch, ratio: float = 0.5) -> list[str]:
         while _is_list(values.type):
             values, depth = values.flatten(), depth + 1
         values = values.slice(0, 1 << 16)
-        if len(values) and pc.count_distinct(values).as_py() <= ratio * len(values):
+        if len(values) and pc.call_function("count_distinct", [values]).as_py() <= ratio * len(values):
             paths.append(field.name + ".list.element" * depth)
     return paths
 

@@ -244,10 +244,10 @@ def read_split(path: str, start: int, end: int | None, use_index: bool = True, w
             end = idx.boundary_at_or_after(end)
             end = None if end >= size else end
     elif start > 0:
-        start, proven = _first_boundary(path, start, end, size, key)
-        if start is None:
+        first, proven = _first_boundary(path, start, end, size, key)
+        if first is None:
             return
-        key = key if proven else None
+        start, key = first, key if proven else None
     if start >= size or (end is not None and start >= end):
         return
     last = None

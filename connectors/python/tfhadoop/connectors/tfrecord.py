@@ -20,7 +20,9 @@ import bisect
 import io
 import os
 import struct
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from tfhadoop.connectors import compression as _comp
 from tfhadoop.connectors import fileio
@@ -91,8 +93,10 @@ class _Window:
         return 0
 
 
-def _records(stream, path, start, stats, check_crc, skip, with_offsets, chunk, resync=False):
-    """The reading loop: yields payloads (or ``(offset, payload)``) from ``stream``."""
+def _records(stream, path, start, stats, check_crc, skip, with_offsets, chunk, resync=False) -> Generator[Any, None, None]:
+    """The reading loop: yields payloads (or ``(offset, payload)``) from ``stream``. One loop for
+    both (it is the hot path): the element type follows ``with_offsets``, so the public
+    iterators below state it."""
     w = _Window(stream, start, chunk)
     if resync:
         first = _resync(w, 0)
@@ -276,21 +280,21 @@ class TFRecordReader:
         return _records(self.stream, self.path, self.offset, self.stats, self._check_crc, self._skip,
                         with_offsets or self._end is not None, self._buffer_size, self._resync)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[bytes]:
         if self._end is None:
             return self._gen(False)
-        return (data for _, data in self._bounded())
+        return (data for _, data in self._bounded(self._end))
 
-    def with_offsets(self):
+    def with_offsets(self) -> Iterator[tuple[int, bytes]]:
         """Iterate ``(offset, record)`` pairs; offset is where the record's header starts."""
-        return self._gen(True) if self._end is None else self._bounded()
+        return self._gen(True) if self._end is None else self._bounded(self._end)
 
-    def _bounded(self):
+    def _bounded(self, end: int) -> Iterator[tuple[int, bytes]]:
         gen = self._gen(True)
         extra = None
         try:
             for item in gen:
-                if item[0] >= self._end:
+                if item[0] >= end:
                     extra = item  # read to find the boundary; it belongs to the next split
                     break
                 yield item
@@ -324,7 +328,8 @@ def _seek(stream, offset: int, path: str, compressed: str) -> None:
         left -= len(piece)
 
 
-def read_records(paths, compression: str | None = None, on_corrupt: str = "raise", stats: ReadStats | None = None, **kw):
+def read_records(paths, compression: str | None = None, on_corrupt: str = "raise", stats: ReadStats | None = None,
+                 **kw) -> Iterator[bytes]:
     """Yield the records of every file in ``paths`` (globs and directories expanded), in order."""
     for path in fileio.expand(paths):
         with TFRecordReader(path, compression, on_corrupt, **kw) as reader:

@@ -121,7 +121,17 @@ class _FS:
 
 # -- the job --------------------------------------------------------------------------------------
 
-def load_source(spark, opts: ExportOptions):
+@dataclass(frozen=True)
+class Source:
+    """Where the input DataFrame comes from (export's and predict's flags): one of a Hive table,
+    a SQL query, or files in ``input_format``."""
+    table: str | None
+    query: str | None
+    input: str | None
+    input_format: str
+
+
+def load_source(spark, opts: Source):
     if opts.table:
         return spark.table(opts.table)
     if opts.query:
@@ -266,7 +276,7 @@ def run_export(spark, opts: ExportOptions, manifest_extra: dict | None = None) -
         if not opts.overwrite:
             raise CommandError(f"{out.root} already exists; pass --overwrite to replace it")
     staging = out.sibling(f".{out.root.getName()}.tfhadoop-staging-{uuid.uuid4().hex[:12]}")
-    source = load_source(spark, opts)
+    source = load_source(spark, Source(opts.table, opts.query, opts.input, opts.input_format))
     if opts.partition_by and opts.partition_by not in source.columns:
         raise CommandError(f"--partition-by {opts.partition_by!r} is not a column of the input")
     check_label(source, opts.label)
@@ -336,19 +346,19 @@ def _merge_profile(profile, stats, df, partition_by):
     return profile
 
 
-def check_label(df, label) -> None:
-    """A label is one value per record: a vector or array column is refused, by name."""
+def check_label(df, label: str | None) -> None:
+    """A label is one value per record: a vector or array column is refused, by name. Several
+    label columns (a model with several outputs) come as ``a,b``, as ``tfhadoop train --label``."""
     from pyspark.sql.types import ArrayType, StructType
 
-    if not label:
-        return
     types = {f.name: f.dataType for f in df.schema.fields}
-    if label not in types:
-        raise CommandError(f"--label {label!r} is not a column of the input ({', '.join(df.columns)})")
-    t = types[label]
-    if is_vector(t) or isinstance(t, (ArrayType, StructType)):
-        kind = "a vector" if is_vector(t) else f"of type {t.simpleString()}"
-        raise CommandError(f"--label {label!r} is {kind}; a label must be one number or string per record")
+    for name in [n.strip() for n in (label or "").split(",") if n.strip()]:
+        if name not in types:
+            raise CommandError(f"--label {name!r} is not a column of the input ({', '.join(df.columns)})")
+        t = types[name]
+        if is_vector(t) or isinstance(t, (ArrayType, StructType)):
+            kind = "a vector" if is_vector(t) else f"of type {t.simpleString()}"
+            raise CommandError(f"--label {name!r} is {kind}; a label must be one number or string per record")
 
 
 def float32_loss(profile) -> dict:
@@ -547,7 +557,7 @@ def options_from_args(args) -> ExportOptions:
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("export", help="export a Hive table, query or files as a sharded TFRecord dataset",
-                              description=__doc__.split("\n\n", 1)[0])
+                              description=(__doc__ or "").split("\n\n", 1)[0])
     add_arguments(p)
     p.set_defaults(func=_cli)
 
@@ -598,7 +608,7 @@ def _cli(args) -> int:
 
 def main(argv=None) -> int:
     """Entry point for ``spark-submit --jars jars/tfhadoop-*.jar spark/python/tfhadoop/spark/export.py ...``."""
-    p = argparse.ArgumentParser(prog="export.py", description=__doc__.split("\n\n", 1)[0])
+    p = argparse.ArgumentParser(prog="export.py", description=(__doc__ or "").split("\n\n", 1)[0])
     add_arguments(p)
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")

@@ -32,6 +32,7 @@ import sys
 import tarfile
 import tempfile
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from tfhadoop.errors import CommandError
@@ -222,7 +223,8 @@ def _pin_threads(tf) -> None:
         log.debug("TensorFlow already initialised in this worker; thread pools left as they are")
 
 
-def _model(key: str, payload, loads) -> object:
+def _model(key: str, payload, loads) -> Callable[..., dict]:
+    """The model's serving function, loaded once per Python worker (``key``: this Scorer's)."""
     fn = _LOADED.get(key)
     if fn is None:
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -264,7 +266,7 @@ def _column_array(arr, feed: Feed):
     if feed.width is None:
         values = arr.to_numpy(zero_copy_only=False)
         return values.astype(feed.dtype, copy=False).reshape((n, *feed.shape))
-    lengths = pc.list_value_length(arr).to_numpy(zero_copy_only=False)
+    lengths = pc.call_function("list_value_length", [arr]).to_numpy(zero_copy_only=False)  # named: pc's functions are made at import
     flat = arr.flatten()
     if flat.null_count:
         raise ValueError(f"column {feed.column!r} holds null elements; the model input {feed.name!r} cannot take them")
@@ -315,7 +317,8 @@ def _scoring_udf(key, payload, loads, feeds: list[Feed], outputs: list[Output], 
             return arrays[0]
         return pa.StructArray.from_arrays(arrays, names=[o.column for o in outputs])
 
-    return arrow_udf(score, return_type)
+    # pyright: ignore below: pyspark 4.3's stub requires functionType; arrow_udf documents SCALAR as its default
+    return arrow_udf(score, return_type)  # pyright: ignore[reportCallIssue, reportArgumentType]
 
 
 def append_scores(batches, key: str, payload, loads, feeds: list[Feed], outputs: list[Output]):
@@ -424,14 +427,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--master", help="Spark master: local[N] (default local[2]) or yarn")
 
 
-@dataclass(frozen=True)
-class _Source:  # what export.load_source reads
-    table: str | None
-    query: str | None
-    input: str | None
-    input_format: str
-
-
 def check_output(spark, args) -> None:
     """An existing output table or directory is refused unless --mode overwrite/append: before
     any work, not after the scoring ran."""
@@ -454,13 +449,13 @@ def check_output(spark, args) -> None:
 
 def run_predict(spark, args) -> dict:
     """Score the input with the model and write the output; returns counts for the summary."""
-    from tfhadoop.spark.export import load_source
+    from tfhadoop.spark.export import Source, load_source
 
     sources = [s for s in (args.table, args.query, args.input) if s]
     if len(sources) != 1:
         raise CommandError("give exactly one of --table, --query or --input")
     check_output(spark, args)
-    source = load_source(spark, _Source(args.table, args.query, args.input, args.input_format))
+    source = load_source(spark, Source(args.table, args.query, args.input, args.input_format))
     where = (f"--table {args.table}" if args.table else f"--input {args.input}" if args.input else "the --query")
     scorer = Scorer(spark, args.model)
     try:

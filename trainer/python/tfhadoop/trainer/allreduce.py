@@ -134,9 +134,10 @@ def train(job: dict, gen: int, rank: int, workers: int, work: str, app=None) -> 
         """Every worker writes (MWMS may run collectives in a save); only the chief's goes to HDFS."""
         if chief:
             checkpoints.save(state)
-            summaries.sync()
         else:
             ckpt.write(os.path.join(scratch, "ckpt"))
+        if summaries:  # the chief's
+            summaries.sync()
         policy.saved(state["steps"])
         touch(beat)
 
@@ -241,7 +242,7 @@ def train(job: dict, gen: int, rank: int, workers: int, work: str, app=None) -> 
 def optimizer_variables(optimizer) -> list:
     """The optimizer's variables (iterations, slots): a property of tf-keras's optimizer, a method of the legacy one."""
     v = optimizer.variables
-    return v() if callable(v) else v
+    return v if isinstance(v, list) else v()  # tf-keras's list is also callable (CallableList)
 
 
 def restore_commit(tf, strategy, per_worker: int, rank: int, commits, variables: list, checkpoint_steps: int):
@@ -257,7 +258,7 @@ def restore_commit(tf, strategy, per_worker: int, rank: int, commits, variables:
         tf.constant([[float(commits.steps()), float(checkpoint_steps), float(len(payload))]], tf.float64))
     rows = info.numpy()[::per_worker]
     source, holder = choose([int(r[0]) for r in rows], int(rows[0][1]))  # the chief's checkpoint step
-    if source != FROM_COMMIT:
+    if source != FROM_COMMIT or holder is None:  # choose gives a holder with every FROM_COMMIT
         return None
     if rank == holder:
         values = [np.asarray(v, np.float64) for v in commits.values()] + [payload]

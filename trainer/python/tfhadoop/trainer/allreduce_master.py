@@ -209,7 +209,7 @@ class RingMaster(TableMachine, HeartbeatWatch, PreemptionWatch):
 
     def on_ring_stopped(self, slots: list) -> State:
         kept = self.without_warned(slots)
-        self.publish_ring(kept, "ring_grown" if len(kept) > len(self.ring["slots"]) else
+        self.publish_ring(kept, "ring_grown" if len(kept) > len(self.ring_slots) else
                           "ring_shrunk" if len(kept) < len(slots) else "ring_restarted")
         return State.TRAINING
 
@@ -217,11 +217,12 @@ class RingMaster(TableMachine, HeartbeatWatch, PreemptionWatch):
                              yarn_container: str, contract: str, warned_at: float) -> State | None:
         """A planned shrink: the ring stops after its round (the chief checkpoints: nothing redone)
         and the next generation leaves the warned worker out, before YARN kills it mid-round."""
-        acting = bool(self.job["preemption_warnings"]) and role == "worker" and self.live.get((role, slot)) == container
-        if acting:
+        acting = bool(self.job["preemption_warnings"]) and role == "worker" and slot is not None and \
+            container is not None and self.live.get((role, slot)) == container
+        if acting and container:
             self.warned[container] = self.clock()
-        shrink = acting and self.state == State.TRAINING and slot in self.ring["slots"] and \
-            len(self.without_warned(self.ring["slots"])) < len(self.ring["slots"])
+        shrink = acting and self.state == State.TRAINING and slot in self.ring_slots and \
+            len(self.without_warned(self.ring_slots)) < len(self.ring_slots)
         self.events.add("preemption_warned", role=role, slot=slot, container=container, yarn_container=yarn_container,
                         contract=contract, warned_at=warned_at, reaction=["shrink"] if shrink else [])
         if not shrink:
@@ -261,7 +262,7 @@ class RingMaster(TableMachine, HeartbeatWatch, PreemptionWatch):
         stop for growth) exceed the checkpoint it restored."""
         self.first_round_seen = True
         redone = None if restored is None else max(self.reached_at_ring - restored, 0)
-        self.events.add("first_round", gen=self.gen, workers=len(self.ring["slots"]), restored_step=restored,
+        self.events.add("first_round", gen=self.gen, workers=len(self.ring_slots), restored_step=restored,
                         restored_from=source, redone_steps=redone)
 
     def on_finished(self) -> State:
@@ -296,6 +297,14 @@ class RingMaster(TableMachine, HeartbeatWatch, PreemptionWatch):
     def present(self, addrs: dict) -> list[int]:
         """Live worker slots whose container published its address, in slot order."""
         return sorted(s for (_, s) in self.live if f"{protocol.KV_ADDR}worker/{s}" in addrs)
+
+    @property
+    def ring_slots(self) -> list[int]:
+        """The published generation's worker slots, chief first; asked only once there is one
+        (TRAINING, STOPPING and what they handle)."""
+        if self.ring is None:
+            raise AssertionError(f"no ring published yet, in {self.state.value}")
+        return self.ring["slots"]
 
     def publish_ring(self, slots: list, event: str) -> None:
         self.gen += 1
@@ -344,8 +353,8 @@ class RingMaster(TableMachine, HeartbeatWatch, PreemptionWatch):
             self.sampler.sample(self.workers_alive())
             self.observe_exits(present)
             if self.state == State.TRAINING:
-                outside = [s for s in self.without_warned(present) if s not in self.ring["slots"]]
-                if outside and len(self.ring["slots"]) < self.job["workers"]:
+                outside = [s for s in self.without_warned(present) if s not in self.ring_slots]
+                if outside and len(self.ring_slots) < self.job["workers"]:
                     self.dispatch(Event.WORKER_ARRIVED, slots=outside)
             progress = self.app.kv.get(protocol.KV_PROGRESS)
             value = self.note_progress(progress)
@@ -366,9 +375,9 @@ class RingMaster(TableMachine, HeartbeatWatch, PreemptionWatch):
         for key, raw in self.app.kv.get_prefix(protocol.KV_RING_EXIT).items():
             value = json.loads(raw.decode())
             slot = int(key[len(protocol.KV_RING_EXIT):])
-            if value["gen"] == self.gen and slot in self.ring["slots"]:
+            if value["gen"] == self.gen and slot in self.ring_slots:
                 exits[slot] = value
-        chief = self.ring["slots"][0]
+        chief = self.ring_slots[0]
         if exits.get(chief, {}).get("rc") == 0:
             self.dispatch(Event.FINISHED)
             return
@@ -384,7 +393,7 @@ class RingMaster(TableMachine, HeartbeatWatch, PreemptionWatch):
             self.exits[slot] = value
             self.dispatch(Event.PROCESS_FAILED, slot=slot, error=value.get("error"), rc=value["rc"])
             return
-        if self.state == State.STOPPING and all(exits.get(s, {}).get("rc") == STOP_EXIT for s in self.ring["slots"]):
+        if self.state == State.STOPPING and all(exits.get(s, {}).get("rc") == STOP_EXIT for s in self.ring_slots):
             self.dispatch(Event.RING_STOPPED, slots=present)
 
     def run(self) -> tuple[str, str]:

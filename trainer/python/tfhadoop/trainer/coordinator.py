@@ -220,7 +220,7 @@ class WorkerAvoidance:
         self.queue_class = queue_class
         self.installed = queue_class is not None and callable(getattr(queue_class, "get", None)) and \
             callable(getattr(queue_class, "put_back", None))
-        if not self.installed:
+        if queue_class is None or not self.installed:
             print("note: this TensorFlow's ClusterCoordinator has no closure queue to steer: a worker YARN "
                   "announced for preemption keeps getting closures", flush=True)
             return
@@ -245,7 +245,7 @@ class WorkerAvoidance:
         queue_class.get = get
 
     def uninstall(self) -> None:
-        if self.installed:
+        if self.installed and self.queue_class is not None:  # installed: there is one
             self.queue_class.get = self.real_get
             self.installed = False
 
@@ -321,7 +321,8 @@ class ClosureSize:
         self.auto = setting == "auto"
         self.steps = 1 if self.auto else int(setting)
         self.workers = max(1, workers)
-        self.seen, self.window_steps, self.window_t = 0, 0, None
+        self.seen, self.window_steps = 0, 0
+        self.window_t = 0.0  # set by every warm-up closure, so before it is first read
 
     def completed(self, steps: int, now: float) -> None:
         if not self.auto:

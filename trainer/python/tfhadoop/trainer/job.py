@@ -172,7 +172,7 @@ def phase_timeouts(value) -> dict:
         if any(not sep for _, sep, _ in pairs):
             raise CommandError(f"--phase-timeouts must be PHASE=SECONDS,..., got {value!r}")
         value = {k.strip(): v.strip() for k, _, v in pairs}
-    out = dict(DEFAULT_PHASE_TIMEOUTS)
+    out: dict[str, float] = dict(DEFAULT_PHASE_TIMEOUTS)
     for phase, seconds in (value or {}).items():
         if phase not in PHASES:
             raise CommandError(f"--phase-timeouts: unknown phase {phase!r} (phases: {', '.join(PHASES)})")
@@ -189,8 +189,12 @@ def phase_timeouts(value) -> dict:
 def job_settings(job: dict) -> dict:
     """``job.json`` over the JobSpec's defaults, the one place they live: a key it lacks (a spec
     written by an older client, a test) gets the same value as a spec built by ``JobSpec``."""
-    defaults = {f.name: f.default if f.default is not MISSING else f.default_factory()
-                for f in fields(JobSpec) if f.default is not MISSING or f.default_factory is not MISSING}
+    defaults = {}
+    for f in fields(JobSpec):
+        if f.default is not MISSING:
+            defaults[f.name] = f.default
+        elif f.default_factory is not MISSING:
+            defaults[f.name] = f.default_factory()
     return {**defaults, **job}
 
 
@@ -384,8 +388,8 @@ def follow(app_id: str, job_dir: str, out=sys.stdout, poll: float = 2.0, client=
                             app = None
                     if app is not None:
                         try:
-                            if not page_shown and app.kv.get(protocol.KV_PAGE):
-                                display.note(f"job page {app.kv.get(protocol.KV_PAGE).decode()}")
+                            if not page_shown and (page := app.kv.get(protocol.KV_PAGE)):
+                                display.note(f"job page {page.decode()}")
                                 page_shown = True
                         except Exception:  # noqa: BLE001 - the master is gone (next attempt): reconnect
                             app = None

@@ -55,11 +55,17 @@ import socket
 import subprocess
 import sys
 import time
+from typing import TYPE_CHECKING
 
 from tfhadoop.ports import free_port, free_ports
 from tfhadoop.trainer import children, protocol
 from tfhadoop.trainer.job import job_settings
 from tfhadoop.trainer.jobpage import Sampler
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    import skein
 
 REPLACE_BACKOFF_MAX_S = 30  # a slot whose containers keep failing waits 2, 4, ... up to this many s
 # YARN's diagnostics (Skein has no exit status) of a container YARN took back (-102) and of one on a
@@ -236,6 +242,12 @@ class TableMachine:
     def done(self) -> bool:
         return self.state in (type(self.state).SUCCEEDED, type(self.state).FAILED)
 
+    def final(self) -> tuple[str, str]:
+        """The outcome of a machine that is ``done``: ``fail``, or the handler that succeeded, set it."""
+        if self.outcome is None:
+            raise AssertionError(f"{self.state.value} without an outcome")
+        return self.outcome
+
 
 # The state machine, all of it: for each event, where it is handled, what its handler
 # (``Master.on_<event>``) does, and where that can lead. ``Master.dispatch`` enforces both sets.
@@ -295,11 +307,26 @@ def transition_table() -> str:
     return "\n".join(rows) + "\n"
 
 
-class HeartbeatWatch:
+class OnMaster:
+    """What the watches below use of the master that mixes them in (TableMachine and the
+    master's ``__init__`` provide them): declared, not assigned, so a type checker knows them."""
+
+    app: skein.ApplicationClient
+    job: dict
+    clock: Callable[[], float]
+    events: EventLog
+    live: dict[tuple[str, int], str]  # (role, slot) -> skein container id
+    done: bool
+    dispatch: Callable[..., None]
+
+
+class HeartbeatWatch(OnMaster):
     """Hang detection shared by the PS master and the ring master: when each live container's
     heartbeat (``hb/<role>/<slot>`` in the key-value store) last changed, and the kill of one
-    silent for ``hang_timeout`` s. Needs ``live``, ``beats``, ``hung``, ``clock``, ``job``,
-    ``events`` and ``app`` on the master."""
+    silent for ``hang_timeout`` s. Needs, besides :class:`OnMaster`'s, the attributes below."""
+
+    beats: dict[str, tuple[bytes, float]]  # container -> (last heartbeat, when it changed)
+    hung: set[str]  # containers killed because their heartbeat stopped
 
     def watch_heartbeats(self, stale_event) -> None:
         """Read the heartbeats, note which changed, and dispatch ``stale_event`` (the master's own
@@ -348,13 +375,18 @@ class HeartbeatWatch:
             print(f"cannot kill {container}: {exc}", flush=True)
 
 
-class PreemptionWatch:
+class PreemptionWatch(OnMaster):
     """YARN's preemption warnings, shared by the PS master and the ring master: the lines the agent
     in Skein's application master JVM (yarn/am-agent) appends to ``PREEMPTION_WARNINGS_FILE`` in
     the work dir, each a container YARN named in a PreemptionMessage, turned into the master's own
     PREEMPTION_WARNED event with the role and slot of that container. ``warned`` holds the warned
-    containers (-> when, by ``clock``) until they are lost or spared. Needs ``work``, ``app``,
-    ``containers``, ``live``, ``clock``, ``done`` and ``dispatch`` on the master."""
+    containers (-> when, by ``clock``) until they are lost or spared. Needs, besides
+    :class:`OnMaster`'s, the attributes below."""
+
+    work: str
+    containers: dict[str, tuple[str, int]]  # skein container id -> (role, slot)
+    warned: dict[str, float]
+    warnings_read: int  # bytes of PREEMPTION_WARNINGS_FILE read
 
     def read_preemption_warnings(self) -> list[dict]:
         """The complete lines appended since the last call (a line still being written waits)."""
@@ -383,9 +415,10 @@ class PreemptionWatch:
             by_yarn_id = {c.yarn_container_id: c.id for c in self.app.get_containers(services=["ps", "worker"])
                           if getattr(c, "yarn_container_id", None)}
             for w in warnings:
-                cid = by_yarn_id.get(w.get("container"))
-                role, slot = self.containers.get(cid, ("master", None) if w.get("container") == os.environ.get(
-                    "CONTAINER_ID") else (None, None))
+                yarn_id = w.get("container")
+                cid = by_yarn_id.get(yarn_id) if yarn_id else None
+                other = ("master", None) if yarn_id == os.environ.get("CONTAINER_ID") else (None, None)
+                role, slot = self.containers.get(cid, other) if cid else other
                 if not self.done:
                     self.dispatch(event, role=role, slot=slot, container=cid, yarn_container=w.get("container"),
                                   contract=w.get("contract"), warned_at=(w.get("time") or 0) / 1000)
@@ -402,11 +435,15 @@ class PreemptionWatch:
         return {} if at is None else {"warned_s": round(self.clock() - at, 1)}
 
 
-class CoordinatorWatch:
+class CoordinatorWatch(OnMaster):
     """The coordinator's watchdog on the master's side: when its report (``protocol.KV_COORDINATOR``,
     written by trainer/python/tfhadoop/trainer/phases.py) last had a new ``beat`` and a new ``(phase, mark)``, by
-    this master's clock. Needs ``coordinator``, ``clock``, ``job``, ``app``, ``live``, ``replacing``,
-    ``delayed`` and ``silent_for`` (HeartbeatWatch)."""
+    this master's clock. Needs, besides :class:`OnMaster`'s, the attributes below."""
+
+    coordinator: subprocess.Popen | None
+    replacing: set[tuple[str, int]]
+    delayed: dict[tuple[str, int], float]
+    silent_for: Callable[[str, int], float]  # HeartbeatWatch's
 
     def servers_quiet(self) -> bool:
         """A server's heartbeat has missed two beats, or a lost one is not back: the coordinator's
@@ -616,7 +653,7 @@ class Master(TableMachine, HeartbeatWatch, CoordinatorWatch, PreemptionWatch):
             self.events.add("succeeded", role="chief")
             self.outcome = ("SUCCEEDED", "training finished")
             return State.SUCCEEDED
-        error = self.coordinator_error()
+        error = self.coordinator_error(rc)
         self.events.add("coordinator_failed", role="chief", exit_code=rc, error_type=error["type"],
                         diagnostics=error["message"][:2000])
         self.coordinator_failures += 1
@@ -648,10 +685,10 @@ class Master(TableMachine, HeartbeatWatch, CoordinatorWatch, PreemptionWatch):
         is handed no new closure from now on, so that none of its work is in flight when it goes,
         and a checkpoint due soon is taken now; a PS: a checkpoint now. The loss itself is handled
         as any preemption (CONTAINER_LOST)."""
-        acting = bool(self.job["preemption_warnings"]) and role in ("ps", "worker") and \
-            self.live.get((role, slot)) == container
+        key = (role, slot) if role in ("ps", "worker") and slot is not None else None  # None: the AM's, or not ours
+        acting = bool(self.job["preemption_warnings"]) and key is not None and self.live.get(key) == container
         reaction = []
-        if acting and role == "worker":
+        if acting and role == "worker" and container:
             self.warned[container] = self.clock()
             self.publish_avoided()
             reaction.append("avoid")
@@ -661,7 +698,7 @@ class Master(TableMachine, HeartbeatWatch, CoordinatorWatch, PreemptionWatch):
             reaction.append("checkpoint_now" if role == "ps" else f"checkpoint_if_due_within_{PREEMPTION_CHECKPOINT_WITHIN_S:g}s")
         self.events.add("preemption_warned", role=role, slot=slot, container=container, yarn_container=yarn_container,
                         contract=contract, warned_at=warned_at, reaction=reaction,
-                        task=self.spec_index(role, slot) if role in ("ps", "worker") else None)
+                        task=self.spec_index(*key) if key else None)
 
     def publish_avoided(self) -> None:
         """The task indexes of the live warned workers, for the coordinator (written whole, and only
@@ -885,9 +922,9 @@ class Master(TableMachine, HeartbeatWatch, CoordinatorWatch, PreemptionWatch):
         self.observe_containers()
         self.watch_preemption_warnings(Event.PREEMPTION_WARNED)
         if self.state == State.FAILED:
-            raise RuntimeError(self.outcome[1])
-        if self.coordinator and self.coordinator.poll() is not None:
-            error = self.coordinator_error()
+            raise RuntimeError(self.final()[1])
+        if self.coordinator and (rc := self.coordinator.poll()) is not None:
+            error = self.coordinator_error(rc)
             raise RuntimeError(f"the coordinator exited while the cluster started: {error['type']}: {error['message']}")
 
     def wait_up(self, keys: list[str], timeout: float) -> None:
@@ -956,12 +993,13 @@ class Master(TableMachine, HeartbeatWatch, CoordinatorWatch, PreemptionWatch):
             self.coordinator.wait()
         self.coordinator = None
 
-    def coordinator_error(self) -> dict:
+    def coordinator_error(self, rc: int) -> dict:
+        """What the coordinator that exited with ``rc`` wrote to error.json, else its exit in words."""
         try:
             with open(os.path.join(self.work, "error.json")) as f:
                 return json.load(f)
         except (OSError, ValueError):
-            return {"type": "unknown", "message": f"coordinator {children.exit_description(self.coordinator.returncode)}"
+            return {"type": "unknown", "message": f"coordinator {children.exit_description(rc)}"
                                                   " (its output is in the master's container log)"}
 
     # -- main loop --------------------------------------------------------------------------
@@ -971,7 +1009,7 @@ class Master(TableMachine, HeartbeatWatch, CoordinatorWatch, PreemptionWatch):
         if self.attempt > 1:
             self.dispatch(Event.AM_RESTARTED)
             if self.done:
-                return self.outcome
+                return self.final()
         self.spawn_coordinator()
         for role, slot in self.ports:
             self.start(role, slot)

@@ -79,7 +79,8 @@ class Trainer:
             from tfhadoop.spark.session import hive_session
 
             spark = hive_session("tfhadoop-fit")
-        url, _, reused = export_or_reuse(spark, source, self.spec.label, export, dataset, conf.default_fs,
+        label = self.spec.label if isinstance(self.spec.label, str) else ",".join(self.spec.label)  # the export's form
+        url, _, reused = export_or_reuse(spark, source, label, export, dataset, conf.default_fs,
                                          protocol.user(), notice)
         return url, reused
 

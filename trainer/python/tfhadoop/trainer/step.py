@@ -11,9 +11,11 @@ a lost worker and was re-queued is counted once, by the run that completed.
 """
 from __future__ import annotations
 
+from typing import Literal
+
 import tensorflow as tf
 
-from tfhadoop.connectors.dataset import tf_parse_spec
+from tfhadoop.connectors.dataset import tf_example_spec
 from tfhadoop.trainer.keras_step import (
     label_columns,
     model_inputs,  # noqa: F401 - coordinator, validate and bench import it here
@@ -21,12 +23,13 @@ from tfhadoop.trainer.keras_step import (
     train_step_fn,
 )
 
-COMPRESSION = {"gzip": "GZIP", "zlib": "ZLIB", "none": "", None: ""}
+TFCompression = Literal["GZIP", "ZLIB", ""]  # tf.data's compression_type names
+COMPRESSION: dict[str | None, TFCompression] = {"gzip": "GZIP", "zlib": "ZLIB", "none": "", None: ""}
 READ_BUFFER = 256 << 10  # bytes per read from HDFS (TFRecordDataset's own default)
 PREFETCH = 2  # batches read ahead of the step within a task
 
 
-def records_from(path, offset, compression: str):
+def records_from(path, offset, compression: TFCompression):
     """The serialized records of ``path`` from byte ``offset`` (a record boundary) on.
 
     TensorFlow's ``TFRecordDatasetV2`` op takes byte offsets, but ``tf.data.TFRecordDataset`` does
@@ -54,9 +57,7 @@ def without_rewrites(ds):
 def parse_fn(parse_spec: dict, label, weight: str | None = None):
     """A batch parser: serialized Examples -> ``(features, y)`` or, with a ``weight`` column,
     ``(features, y, sample_weight)`` (dense tensors; ``keras_step.split_batch``)."""
-    spec = tf_parse_spec(parse_spec)
-    if isinstance(spec, tuple):
-        raise ValueError("SequenceExample datasets are not supported by the trainer yet")
+    spec = tf_example_spec(parse_spec)
     for column in [*label_columns(label), *([weight] if weight else [])]:
         if column not in spec:
             raise ValueError(f"column {column!r} is not in the dataset's parse spec ({sorted(spec)})")

@@ -17,13 +17,13 @@ import threading
 class Summaries:
     def __init__(self, url: str):
         import tensorflow as tf
-        from tensorflow.core.framework import summary_pb2
+        from tensorflow.core.framework.summary_pb2 import SummaryMetadata
 
         self.tf, self.url, self.writers, self.closing = tf, url.rstrip("/"), {}, []
         # What tf.summary.scalar writes, without needing the tensorboard package in the containers:
         # a float32 scalar tensor tagged for TensorBoard's scalars plugin.
-        self.metadata = summary_pb2.SummaryMetadata(
-            plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars")).SerializeToString()
+        self.metadata = SummaryMetadata(
+            plugin_data=SummaryMetadata.PluginData(plugin_name="scalars")).SerializeToString()
 
     def scalars(self, split: str, step: int, values: dict) -> None:
         """Write ``values`` at ``step``. HDFS refusing writes (safe mode, a NameNode restart) costs
