@@ -13,11 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import trainer_test_models as models  # noqa: E402
+from tests.trainer import trainer_test_models as models
+from tfhadoop.errors import CommandError, ValidationError
 
-from tfhadoop.errors import CommandError, ValidationError  # noqa: E402
+HERE = Path(__file__).resolve().parent
 
 pytestmark = [pytest.mark.cluster]
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.trainer import trainer_test_models as models
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import trainer_test_models as models  # noqa: E402
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 

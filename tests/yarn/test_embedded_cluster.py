@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 import skein
-from waiting import wait_for
 
+from tests.waiting import wait_for
 from tfhadoop.yarn.history import PREEMPTED, container_exits
 from tfhadoop.yarn.logs import application_logs
 
