@@ -186,6 +186,8 @@ def test_spark_submit_runs_the_same_job(hadoop_cluster, tmp_path):
 
     from tfhadoop.spark.session import tfhadoop_jar
 
+    jar = tfhadoop_jar()
+    assert jar, "no tfhadoop jar under jars/: build it (make jar)"
     csv = tmp_path / "in.csv"
     csv.write_text("id,score,name\n" + "".join(f"{i},{i / 10},n{i}\n" for i in range(500)))
     out = hadoop_cluster.hdfs_url(f"/datasets/submit-{uuid.uuid4().hex[:6]}")
@@ -193,7 +195,7 @@ def test_spark_submit_runs_the_same_job(hadoop_cluster, tmp_path):
     submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable,
                PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"])
-    proc = subprocess.run([str(submit), "--master", "local[2]", "--jars", tfhadoop_jar(), str(job),
+    proc = subprocess.run([str(submit), "--master", "local[2]", "--jars", jar, str(job),
                            "--input", f"file://{csv}", "--input-format", "csv", "--output", out, "--shards", "3"],
                           env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-4000:]

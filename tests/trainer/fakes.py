@@ -107,6 +107,16 @@ def event_kinds(master):
     return [e["event"] for e in master.events.events]
 
 
+class ManualClock:
+    """A clock the test moves: ``clock.now`` is the time a master reads."""
+
+    def __init__(self, now: float = 0.0):
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
 def manual_clock(master):
     """Give ``master`` a clock the test moves: ``now[0]`` is the time it reads."""
     now = [0.0]

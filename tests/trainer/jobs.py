@@ -24,7 +24,8 @@ def train(hadoop_cluster, dataset, model: str = ..., extra=..., timeout: float =
 @overload
 def train(hadoop_cluster, dataset, model: str = ..., extra=..., timeout: float = ..., *,
           background: Literal[True]) -> tuple[str, subprocess.Popen[str]]: ...
-def train(hadoop_cluster, dataset, model="trainer_test_models:linear", extra=(), timeout=600, background=False):
+def train(hadoop_cluster, dataset, model: str = "trainer_test_models:linear", extra=(), timeout: float = 600,
+          background: bool = False):
     """(the job's run directory, its `tfhadoop train` process): PS mode, 1 PS, small tasks."""
     run = hadoop_cluster.hdfs_url(f"/tmp/trainer-tests/run-{uuid.uuid4().hex[:8]}")
     cmd = [sys.executable, "-m", "tfhadoop", "train", "--model", model, "--python-path", str(MODELS),
@@ -93,6 +94,7 @@ def exported_model_mse(run, tmp_path) -> tuple[float, float]:
     import tf_keras
 
     model = tf_keras.models.load_model(str(tmp_path / "model"))
+    assert model is not None, f"no SavedModel under {run}/model"
     x, y = models.make_examples(400, seed=4)  # the eval shard
     mse = float(np.mean((model.predict(x, verbose=0)[:, 0] - y) ** 2))
     return mse, float(np.mean((y - y.mean()) ** 2))

@@ -46,6 +46,7 @@ def preempt_a_worker(hadoop_cluster, run, proc, alone_timeout: float = 180) -> N
             lost = jobs.wait(lambda: jobs.lost_events(run), 120, "a preempted container", diagnose)
             assert lost[0]["role"] == "worker" and lost[0]["diagnostics"] == "Container preempted by scheduler", lost
             epoch_at_loss = jobs.state_epoch(run)
+            assert epoch_at_loss is not None, "no checkpoint after two epochs"
             jobs.wait(lambda: (jobs.state_epoch(run) or 0) >= epoch_at_loss + 2, alone_timeout,
                       "training on with one worker", diagnose)
             urgent.shutdown()

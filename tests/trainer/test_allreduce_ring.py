@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from tests.trainer.fakes import FakeApp, event_kinds
+from tests.trainer.fakes import FakeApp, ManualClock, event_kinds
 from tfhadoop.errors import CommandError
 from tfhadoop.trainer.allreduce import STOP_EXIT, cut_round, plan_rounds, round_steps
 from tfhadoop.trainer.job import JobSpec
@@ -63,11 +63,9 @@ def ring(monkeypatch):
 
     monkeypatch.setattr(hdfs, "write_bytes", lambda *a, **k: None)
     monkeypatch.setattr(hdfs, "append_bytes", lambda *a, **k: None)
-    now = [0.0]
     job = {"checkpoint_dir": "hdfs://nn/c", "strategy": "allreduce", "ps": 0, "workers": 2, "min_workers": 1,
            "startup_wait": 30, "gang_timeout": 100, "queue": "q", "hang_timeout": 0}
-    master = am.RingMaster(FakeApp(), job, "/tmp", clock=lambda: now[0])
-    master.now = now
+    master = am.RingMaster(FakeApp(), job, "/tmp", clock=ManualClock())
     for slot in range(2):
         master.start(slot)
     return master
@@ -89,7 +87,7 @@ def test_gang_waits_for_every_worker_then_forms_ring_one(ring):
 
 def test_gang_starts_with_min_workers_after_startup_wait(ring):
     ring.app.serve("worker", 1, "h:2")
-    ring.now[0] = 31
+    ring.clock.now = 31
     ring.step()
     assert _ring(ring)["slots"] == [1]
 
@@ -97,7 +95,7 @@ def test_gang_starts_with_min_workers_after_startup_wait(ring):
 def test_gang_timeout_releases_the_containers_and_says_why(ring):
     ring.job["min_workers"] = 2
     ring.app.serve("worker", 0, "h:1")
-    ring.now[0] = 101
+    ring.clock.now = 101
     outcome = ring.step()
     assert outcome[0] == "FAILED" and "gang timeout: 1 of 2 workers started within 100 s" in outcome[1]
     assert "queue q" in outcome[1] and sorted(ring.app.killed) == ["worker_0", "worker_1"]
@@ -136,7 +134,7 @@ def test_model_bug_fails_at_once_and_a_cluster_error_restarts_after_its_grace(ri
                                                                         "message": "peer gone"}}).encode()
     ring.step()
     assert ring.state.value == "training"  # waits for the loss that may explain it
-    ring.now[0] += EXIT_GRACE_S
+    ring.clock.now += EXIT_GRACE_S
     ring.step()  # -> REFORMING (counted), then the same members form generation 2
     ring.step()
     assert ring.failures == 1 and _ring(ring)["gen"] == 2 and "training_process_failed" in event_kinds(ring)
@@ -153,7 +151,7 @@ def test_a_silent_member_is_killed_as_hung_and_the_ring_reforms(ring):
     ring.app.kv["hb/worker/0"], ring.app.kv["hb/worker/1"] = b"worker_0 1", b"worker_1 1"
     ring.step()
     for t, n in ((30, 2), (61.5, 3)):
-        ring.now[0] = t
+        ring.clock.now = t
         ring.app.kv["hb/worker/1"] = f"worker_1 {n}".encode()
         ring.step()
     assert ring.app.killed == ["worker_0"]

@@ -9,6 +9,7 @@ import json
 import os
 import threading
 import time
+from typing import Any
 
 import pytest
 
@@ -22,7 +23,8 @@ def _warn(master, yarn_container: str, contract: str = "negotiable", t_ms: int =
         f.write(json.dumps({"time": t_ms, "container": yarn_container, "contract": contract}) + ("\n" if newline else ""))
 
 
-def _file(master, name):
+def _file(master, name) -> Any:
+    """The JSON document ``name`` in the master's work directory (None while there is none)."""
     path = os.path.join(master.work, name)
     if not os.path.exists(path):
         return None
@@ -188,11 +190,9 @@ def ring(tmp_path, monkeypatch):
 
     monkeypatch.setattr(hdfs, "write_bytes", lambda *a, **k: None)
     monkeypatch.setattr(hdfs, "append_bytes", lambda *a, **k: None)
-    now = [0.0]
     job = {"checkpoint_dir": "hdfs://nn/c", "strategy": "allreduce", "ps": 0, "workers": 3, "min_workers": 1,
            "startup_wait": 30, "gang_timeout": 100, "queue": "q", "hang_timeout": 0}
-    master = am.RingMaster(FakeApp(), job, str(tmp_path), clock=lambda: now[0])
-    master.now = now
+    master = am.RingMaster(FakeApp(), job, str(tmp_path), clock=lambda: 0.0)
     for slot in range(3):
         master.start(slot)
     for slot in range(3):

@@ -6,8 +6,11 @@ import json
 import os
 import re
 import signal
+import subprocess
 import sys
 import time
+import uuid
+from typing import Literal, overload
 
 import pytest
 
@@ -18,10 +21,14 @@ from tests.waiting import wait_for
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
 
-def _train(hadoop_cluster, dataset, extra=(), timeout=600, background=False):
-    import subprocess
-    import uuid
-
+@overload
+def _train(hadoop_cluster, dataset, extra=..., timeout: float = ...,
+           background: Literal[False] = ...) -> tuple[str, subprocess.CompletedProcess[str]]: ...
+@overload
+def _train(hadoop_cluster, dataset, extra=..., timeout: float = ..., *,
+           background: Literal[True]) -> tuple[str, subprocess.Popen[str]]: ...
+def _train(hadoop_cluster, dataset, extra=(), timeout: float = 600, background: bool = False):
+    """(the job's run directory, its `tfhadoop train --strategy allreduce` process)."""
     run = hadoop_cluster.hdfs_url(f"/tmp/trainer-tests/ar-{uuid.uuid4().hex[:8]}")
     cmd = [sys.executable, "-m", "tfhadoop", "train", "--strategy", "allreduce",
            "--model", "trainer_test_models:linear", "--python-path", str(jobs.MODELS), "--data", dataset, "--label", "y",
@@ -106,9 +113,9 @@ def test_gang_timeout_then_min_workers_scale_up_and_a_hung_training_process(hado
     epochs, round_timeout = 1000, 30
     hog = stopped = None
     with skein.Client() as client:
-        hog = hold_containers(client, "gpu-hog", queue="default", instances=3, memory=512, gpus=1)
+        hog = held = hold_containers(client, "gpu-hog", queue="default", instances=3, memory=512, gpus=1)
         try:
-            jobs.wait(lambda: len(hog.get_containers(services=["task"], states=["RUNNING"])) == 3, 120, "3 GPUs held")
+            jobs.wait(lambda: len(held.get_containers(services=["task"], states=["RUNNING"])) == 3, 120, "3 GPUs held")
             run_a, a = _train(hadoop_cluster, dataset, background=True,
                               extra=["--workers", "2", "--min-workers", "2", "--worker-gpus", "1",
                                      "--gang-timeout", "40", "--startup-wait", "5"])
@@ -140,7 +147,7 @@ def test_gang_timeout_then_min_workers_scale_up_and_a_hung_training_process(hado
             history = jobs.wait(lambda: (h := _history(run_b)) and len(h) >= at_hang + 2 and h, 240,
                             "two epochs trained by the re-formed ring")
             assert b.poll() is None, (b.communicate()[1])[-3000:]
-            client.kill_application(b.app_id)
+            client.kill_application(_APP_IDS[b])
         finally:
             if hog is not None:
                 hog.shutdown()
@@ -151,8 +158,8 @@ def test_gang_timeout_then_min_workers_scale_up_and_a_hung_training_process(hado
                     p.kill()
                     # the YARN application outlives its client: B trains 1000 epochs, and left running
                     # it held the cluster for the next tests (seen in CI after a timeout above)
-                    if getattr(p, "app_id", None):
-                        _kill_application_quietly(client, p.app_id)
+                    if p in _APP_IDS:
+                        _kill_application_quietly(client, _APP_IDS[p])
     assert a.returncode == 1, (out_a + err_a)[-3000:]
     # 1 of 2 normally; 0 when the held container's supervisor had not published its address in
     # time on a loaded host (seen once at load ~10)
@@ -249,7 +256,7 @@ def _grown_and_training(run):
 def _training_process(client, proc, slot) -> int:
     """The pid of worker ``slot``'s training process (a child of its supervisor, whose pid the
     container published; the embedded cluster runs on this host)."""
-    app = client.connect(proc.app_id, wait=False)
+    app = client.connect(_APP_IDS[proc], wait=False)
     supervisor = json.loads(app.kv[f"up/worker/{slot}"].decode())["pid"]
 
     def child():
@@ -280,15 +287,19 @@ def _kill_quietly(pid: int) -> None:
         pass
 
 
-def _up_workers(client, proc) -> int:
+_APP_IDS: dict[subprocess.Popen[str], str] = {}  # the id each background `tfhadoop train` printed, once read
+
+
+def _up_workers(client, proc: subprocess.Popen[str]) -> int:
     """Running worker containers of the application that ``proc`` (``tfhadoop train``) submitted."""
-    if not hasattr(proc, "app_id"):
+    if proc not in _APP_IDS:
+        assert proc.stdout is not None
         line = proc.stdout.readline()
         if not line.startswith("application "):
             return 0
-        proc.app_id = line.split()[1]
+        _APP_IDS[proc] = line.split()[1]
     try:
-        app = client.connect(proc.app_id, wait=False)
+        app = client.connect(_APP_IDS[proc], wait=False)
         return len(app.get_containers(services=["worker"], states=["RUNNING"]))
     except Exception:  # noqa: BLE001 - the application master is not up yet
         return 0

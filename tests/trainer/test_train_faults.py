@@ -8,7 +8,10 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import time
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -48,7 +51,8 @@ def _wait_training_in_epoch_1(hadoop_cluster, run, proc, kv) -> None:
 
 
 def _train_and_stop(hadoop_cluster, dataset, role_key: str, workers: int, epochs: int, hang_timeout: int,
-                    observe=None):
+                    observe: Callable[[Any, str], Any] | None = None
+                    ) -> tuple[str, subprocess.Popen[str], dict, float, str, str, Any]:
     """``tfhadoop train`` with ``--hang-timeout``; in the second epoch the process that
     ``role_key`` (``up/<role>/<slot>``, or ``coordinator``, in the key-value store) names is
     SIGSTOPped, and ``observe(kv, run)``, if given, runs right after. Returns
@@ -172,8 +176,8 @@ def test_lost_node_roles_are_replaced_on_another_host_and_training_resumes(hadoo
     nm = filler = proc = None
     try:
         with skein.Client() as client:
-            filler = hold_containers(client, "filler", queue="default", instances=2, memory=6144)
-            jobs.wait(lambda: len(filler.get_containers(states=["RUNNING"])) == 2, 120, "the filler's containers")
+            filler = held = hold_containers(client, "filler", queue="default", instances=2, memory=6144)
+            jobs.wait(lambda: len(held.get_containers(states=["RUNNING"])) == 2, 120, "the filler's containers")
             run, proc = jobs.train(hadoop_cluster, dataset, background=True,
                                extra=["--workers", "2", "--epochs", str(epochs), "--ps-memory", "2g",
                                       "--worker-memory", "2g"])
@@ -199,7 +203,7 @@ def test_lost_node_roles_are_replaced_on_another_host_and_training_resumes(hadoo
             filler.shutdown()
         if nm is not None:
             nm.kill()
-    assert proc.returncode == 0, (out + err)[-4000:]
+    assert proc is not None and proc.returncode == 0, (out + err)[-4000:]
     events = jobs.events(run)
     kinds = [e["event"] for e in events]
     lost = [e for e in events if e["event"] == "container_lost"]
@@ -243,7 +247,7 @@ def test_hdfs_safe_mode_during_checkpoints_is_waited_out(hadoop_cluster, dataset
         jobs.wait(lambda: (jobs.state_epoch(run) or 0) >= 1 or proc.poll() is not None, 300, "one epoch")
         assert proc.poll() is None, proc.communicate()[1][-3000:]
         _safemode(hadoop_cluster, "enter")
-        entered = time.time()
+        entered = began = time.time()
         with skein.Client() as client:
             kv = client.connect(app_id).kv
             jobs.wait(lambda: b'"hdfs_retry"' in (kv.get("events") or b"") or proc.poll() is not None, 120,
@@ -265,8 +269,8 @@ def test_hdfs_safe_mode_during_checkpoints_is_waited_out(hadoop_cluster, dataset
     assert any("safe mode" in e["error"].lower() for e in retries), retries
     assert "coordinator_failed" not in kinds and kinds[-1] == "finished"
     assert [e["examples"] for e in jobs.metrics(run)["epochs"]] == [2400] * epochs
-    print(f"safe mode {left - entered:.1f} s; {len(retries)} checkpoint retries, the last "
-          f"{retries[-1]['time'] - entered:.1f} s after it began")
+    print(f"safe mode {left - began:.1f} s; {len(retries)} checkpoint retries, the last "
+          f"{retries[-1]['time'] - began:.1f} s after it began")
 
 
 def test_namenode_restart_during_reads_is_waited_out(hadoop_cluster, dataset):
@@ -291,6 +295,7 @@ def test_namenode_restart_during_reads_is_waited_out(hadoop_cluster, dataset):
         time.sleep(outage_s)
         hadoop_cluster.embedded.start_namenode()
         restarted = time.time()
+        down_s = restarted - stopped
         out, err = proc.communicate(timeout=600)
     finally:
         if stopped is not None and restarted is None:
@@ -304,7 +309,7 @@ def test_namenode_restart_during_reads_is_waited_out(hadoop_cluster, dataset):
     assert "coordinator_failed" not in kinds and kinds[-1] == "finished", kinds
     assert [e["examples"] for e in jobs.metrics(run)["epochs"]] == [2400] * epochs
     retries = [e for e in events if e["event"] == "hdfs_retry"]
-    print(f"NameNode down {restarted - stopped:.1f} s; {len(retries)} retries: "
+    print(f"NameNode down {down_s:.1f} s; {len(retries)} retries: "
           f"{sorted({e['what'] for e in retries})}")
 
 

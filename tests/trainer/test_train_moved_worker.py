@@ -13,7 +13,7 @@ import time
 import pytest
 
 from tests.trainer import jobs
-from tests.trainer.fakes import bring_up, event_kinds, fake_master, manual_clock
+from tests.trainer.fakes import FakeCoordinator, bring_up, event_kinds, fake_master, manual_clock
 
 
 def _hold(port: int, timeout: float) -> socket.socket:
@@ -177,7 +177,7 @@ def test_move_during_a_ps_loss_restart_is_folded_into_it(master):
     master.app.serve("ps", 0, "h:1")
     master.step()
     master.step()
-    assert event_kinds(master)[-1] == "coordinator_started" and master.given["worker"] == ["h:10", "h:98"]
+    assert event_kinds(master)[-1] == "coordinator_started" and master.given["worker"] == ["h:10", "h:98"]  # pyright: ignore[reportOptionalSubscript] - step() set given; the checker keeps the narrowing of the assert above across method calls
     assert not _rescale_file(master)  # it got the new spec: no second restart
 
 
@@ -275,6 +275,9 @@ def test_ps_losses_do_not_consume_the_coordinator_restart_budget(tmp_path, monke
         assert master.step() is None and master.given == master.cluster
     with open(os.path.join(master.work, "error.json"), "w") as f:
         json.dump({"type": "UnavailableError", "message": "worker unreachable"}, f)
-    master.coordinator.returncode = 1  # the coordinator's own first failure: a cluster error
+    failing = master.coordinator
+    assert isinstance(failing, FakeCoordinator)
+    failing.returncode = 1  # the coordinator's own first failure: a cluster error
     assert master.step() is None, "the job must keep running"
-    assert event_kinds(master)[-1] == "coordinator_failed" and master.coordinator.poll() is None
+    restarted = master.coordinator
+    assert event_kinds(master)[-1] == "coordinator_failed" and restarted is not None and restarted.poll() is None

@@ -142,9 +142,9 @@ def test_starts_with_min_workers_then_scales_up(hadoop_cluster, dataset):
     # the master and the PS, so no 3 GB worker fit anywhere: a placement-dependent timeout.
     epochs = 30
     with skein.Client() as client:
-        filler = hold_containers(client, "filler", queue="default", instances=3, memory=512, gpus=1)
+        filler = held = hold_containers(client, "filler", queue="default", instances=3, memory=512, gpus=1)
     try:
-        jobs.wait(lambda: len(filler.get_containers(states=["RUNNING"])) == 3, 120, "the filler's containers")
+        jobs.wait(lambda: len(held.get_containers(states=["RUNNING"])) == 3, 120, "the filler's containers")
         run, proc = jobs.train(hadoop_cluster, dataset, background=True,
                            extra=["--workers", "2", "--min-workers", "1", "--worker-gpus", "1",
                                   "--startup-wait", "20", "--epochs", str(epochs)])

@@ -255,7 +255,10 @@ def test_ip_named_delegation_token_is_found_by_python_and_the_tf_plugin(secure_c
     conf = cluster.conf_dir
     assert "<name>hadoop.security.token.service.use_ip</name><value>true</value>" in \
         (conf / "core-site.xml").read_text()
-    java, tools = re.search(r"dfs\) exec '([^']*)' \$LOG -cp '[^:']*:([^']*)'", (cluster.bin_dir / "hdfs").read_text()).groups()
+    launcher = (cluster.bin_dir / "hdfs").read_text()
+    found = re.search(r"dfs\) exec '([^']*)' \$LOG -cp '[^:']*:([^']*)'", launcher)
+    assert found, launcher
+    java, tools = found.groups()
     env = _env(cluster, info, tmp_path / "cc")
     _kinit(env, info["principal"], info["keytab"])
     user = info["principal"].split("@")[0]
@@ -448,6 +451,7 @@ def test_train_on_the_secure_cluster_with_a_keytab(secure_cluster, exported_data
                               env={**_importing_tests(mine), "SKEIN_DRIVER_JAVA_OPTIONS": f"-Djava.security.krb5.conf={info['krb5_conf']}"},
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
+        assert urgent.stdin and urgent.stdout and proc.stdout and proc.stderr  # PIPEs
         assert urgent.stdout.readline().strip() == "ready", urgent.communicate()[1][-3000:]
         app = next((line.split()[1] for line in proc.stdout if line.startswith("application ")), None)
         assert app, proc.stderr.read()[-3000:]
@@ -544,6 +548,8 @@ def test_spark_submit_with_the_data_source_on_the_secure_yarn(secure_cluster, tm
 
     from tfhadoop.spark.session import tfhadoop_jar
 
+    jar = tfhadoop_jar()
+    assert jar, "no tfhadoop jar under jars/: build it (make jar)"
     cluster, info = secure_cluster
     env = _env(cluster, info, None)
     env.update(PYSPARK_PYTHON=sys.executable, PATH=str(Path(sys.executable).parent) + os.pathsep + env["PATH"])
@@ -557,7 +563,7 @@ def test_spark_submit_with_the_data_source_on_the_secure_yarn(secure_cluster, tm
     started = time.time()
     proc = subprocess.run(
         [str(submit), "--master", "yarn", "--principal", info["principal"], "--keytab", info["keytab"],
-         "--jars", tfhadoop_jar(), "--num-executors", "1", "--executor-memory", "1g",
+         "--jars", jar, "--num-executors", "1", "--executor-memory", "1g",
          "--conf", f"spark.yarn.jars=local:{Path(pyspark.__file__).parent / 'jars'}/*",
          "--conf", f"spark.driver.extraJavaOptions={krb}", "--conf", f"spark.executor.extraJavaOptions={krb}",
          # Spark 4's driver attaches its UI handlers (SparkUI.attachAllHandlers, unsynchronized) right
