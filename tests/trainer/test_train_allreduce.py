@@ -145,7 +145,7 @@ def test_gang_timeout_then_min_workers_scale_up_and_a_hung_training_process(hado
             trained = jobs.wait(lambda: _event_after(run_b, "first_round", hang["time"]), 120, "the new ring training")
             at_hang = len(jobs.wait(lambda: _history(run_b), 60, "a checkpoint"))
             history = jobs.wait(lambda: (h := _history(run_b)) and len(h) >= at_hang + 2 and h, 240,
-                            "two epochs trained by the re-formed ring")
+                                "two epochs trained by the re-formed ring")
             assert b.poll() is None, (b.communicate()[1])[-3000:]
             client.kill_application(_APP_IDS[b])
         finally:

@@ -61,7 +61,7 @@ def _train_and_stop(hadoop_cluster, dataset, role_key: str, workers: int, epochs
     import skein
 
     run, proc = jobs.train(hadoop_cluster, dataset, background=True,
-                       extra=["--workers", str(workers), "--epochs", str(epochs), "--hang-timeout", str(hang_timeout)])
+                           extra=["--workers", str(workers), "--epochs", str(epochs), "--hang-timeout", str(hang_timeout)])
     stopped = None
     try:
         app_id = jobs.app_id(proc)
@@ -179,11 +179,11 @@ def test_lost_node_roles_are_replaced_on_another_host_and_training_resumes(hadoo
             filler = held = hold_containers(client, "filler", queue="default", instances=2, memory=6144)
             jobs.wait(lambda: len(held.get_containers(states=["RUNNING"])) == 2, 120, "the filler's containers")
             run, proc = jobs.train(hadoop_cluster, dataset, background=True,
-                               extra=["--workers", "2", "--epochs", str(epochs), "--ps-memory", "2g",
-                                      "--worker-memory", "2g"])
+                                   extra=["--workers", "2", "--epochs", str(epochs), "--ps-memory", "2g",
+                                          "--worker-memory", "2g"])
             app_id = jobs.app_id(proc)
             jobs.wait(lambda: str(client.application_report(app_id).state) == "RUNNING" or proc.poll() is not None,
-                  180, "the job's master")
+                      180, "the job's master")
             nm = hadoop_cluster.embedded.start_node_manager("127.0.0.2", memory_mb=6144, vcores=8)
             jobs.wait(lambda: (jobs.state_epoch(run) or 0) >= 1 or proc.poll() is not None, 300, "one epoch")
             assert proc.poll() is None, proc.communicate()[1][-3000:]
@@ -251,7 +251,7 @@ def test_hdfs_safe_mode_during_checkpoints_is_waited_out(hadoop_cluster, dataset
         with skein.Client() as client:
             kv = client.connect(app_id).kv
             jobs.wait(lambda: b'"hdfs_retry"' in (kv.get("events") or b"") or proc.poll() is not None, 120,
-                  "a retried checkpoint")
+                      "a retried checkpoint")
         time.sleep(max(0.0, outage_s - (time.time() - entered)))  # hold the outage for its full length
         _safemode(hadoop_cluster, "leave")
         left = time.time()
@@ -365,8 +365,8 @@ def test_every_worker_preempted_at_once_the_job_waits_then_trains_on(hadoop_clus
     epochs = 16  # ~4 s each: the losses come ~15 s after `urgent` is submitted, then 15 s without a step
     steps_per_epoch = 2400 // 300 * -(-300 // 32)
     run, proc = jobs.train(hadoop_cluster, dataset, background=True,
-                       extra=["--workers", "2", "--min-workers", "1", "--epochs", str(epochs), "--queue", "train",
-                              "--worker-memory", "3584m", "--ps-memory", "4608m"])
+                           extra=["--workers", "2", "--min-workers", "1", "--epochs", str(epochs), "--queue", "train",
+                                  "--worker-memory", "3584m", "--ps-memory", "4608m"])
     urgent = None
     try:
         app_id = jobs.app_id(proc)

@@ -107,7 +107,7 @@ def test_killed_parameter_server_resumes_from_checkpoint(hadoop_cluster, dataset
 
     epochs = 12
     run, proc = jobs.train(hadoop_cluster, dataset, background=True,
-                       extra=["--workers", "2", "--epochs", str(epochs)])
+                           extra=["--workers", "2", "--epochs", str(epochs)])
     try:
         app_id = jobs.app_id(proc)
         jobs.wait_epochs(hadoop_cluster, run, proc, 2)
@@ -146,8 +146,8 @@ def test_starts_with_min_workers_then_scales_up(hadoop_cluster, dataset):
     try:
         jobs.wait(lambda: len(held.get_containers(states=["RUNNING"])) == 3, 120, "the filler's containers")
         run, proc = jobs.train(hadoop_cluster, dataset, background=True,
-                           extra=["--workers", "2", "--min-workers", "1", "--worker-gpus", "1",
-                                  "--startup-wait", "20", "--epochs", str(epochs)])
+                               extra=["--workers", "2", "--min-workers", "1", "--worker-gpus", "1",
+                                      "--startup-wait", "20", "--epochs", str(epochs)])
         try:
             jobs.wait_epochs(hadoop_cluster, run, proc, 2)
             filler.shutdown()
