@@ -23,7 +23,9 @@ def test_demo_runs_end_to_end(tmp_path):
     assert "3000 rows" in out and "3000 Examples" in out
     # A model trained on the exported shards on YARN beats the constant predictor (4/7 of the
     # labels are 0) on the eval split.
-    accuracy = float(re.search(r"eval split: .*accuracy ([0-9.]+)", out).group(1))
+    found = re.search(r"eval split: .*accuracy ([0-9.]+)", out)
+    assert found, out[-3000:]
+    accuracy = float(found.group(1))
     assert accuracy > 0.8, out[-3000:]
     assert "epoch 3/3, step" in out and "SavedModel at hdfs://" in out
     assert "embedded Hadoop cluster down" in out
@@ -35,7 +37,9 @@ def test_demo_runs_end_to_end(tmp_path):
     noise = [line for line in lines if re.search(r" (INFO|WARN|ERROR) |^\s+at [\w$.]+\(|Exception|oneDNN|^[IWEF]\d{4} |cuInit|cuda drivers", line)]
     assert not noise, noise
     assert not proc.stderr.strip(), proc.stderr[-3000:]
-    log = re.search(r"Java, Spark, Skein and TensorFlow logs: (\S+)", out).group(1)
+    found = re.search(r"Java, Spark, Skein and TensorFlow logs: (\S+)", out)
+    assert found, out[-3000:]
+    log = found.group(1)
     logged = open(log).read()
     # Every step's logs, none wiped by a later one (Skein opens a log path with mode "w").
     assert "log4j" in logged and "Submitted application" in logged, logged[-2000:]

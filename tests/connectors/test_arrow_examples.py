@@ -22,6 +22,12 @@ def _records():
     return out
 
 
+def _examples(data) -> list[bytes]:
+    """The serialized Examples of a table's rows."""
+    records: list[bytes] = list(ar.table_to_examples(data))  # pyright: ignore[reportAssignmentType] - the unannotated encoder's generators are inferred as a union
+    return records
+
+
 def test_inference_covers_every_record():
     schema = ar.infer_schema(_records())
     types = {f.name: (str(f.type), f.nullable) for f in schema}
@@ -41,7 +47,7 @@ def test_table_round_trip_and_values():
     assert t.column("id").to_pylist() == list(range(5))
     assert t.column("maybe").to_pylist() == [None, 10, None, 30, None]
     assert t.column("tags").to_pylist()[2] == ["t0", "t1"]
-    back = [decode_example(r) for r in ar.table_to_examples(t)]
+    back = [decode_example(r) for r in _examples(t)]
     assert back == [decode_example(r) for r in _records()]
 
 
@@ -56,7 +62,7 @@ def test_table_to_examples_types():
             "fx": pa.array([[1.0, 2.0], [3.0, 4.0]], pa.list_(pa.float32(), 2)),
         }
     )
-    got = [decode_example(r) for r in ar.table_to_examples(t.to_batches()[0])]
+    got = [decode_example(r) for r in _examples(t.to_batches()[0])]
     assert got[0] == {"i32": [1], "f64": [0.25], "flag": [1], "s": ["é".encode()], "ls": [1, 2], "fx": [1.0, 2.0]}
     assert "i32" not in got[1] and got[1]["ls"] == []
     with pytest.raises(TypeError, match="struct_col"):
@@ -71,12 +77,16 @@ def test_tensorflow_parses_with_derived_spec():
     json.dumps(spec)  # plain JSON for a manifest
     assert spec["features"]["emb"] == {"type": "FixedLenFeature", "shape": [3], "dtype": "float32"}
     assert spec["features"]["maybe"]["type"] == "VarLenFeature"
-    parsed = tf.io.parse_example(tf.constant(list(ar.table_to_examples(t))), dataset.tf_parse_spec(spec))
+    features = dataset.tf_parse_spec(spec)
+    assert isinstance(features, dict)  # Examples: one dict, not a (context, sequence) pair
+    parsed = tf.io.parse_example(tf.constant(_examples(t)), features)
     assert parsed["id"].numpy().tolist() == t.column("id").to_pylist()
     assert np.allclose(parsed["emb"].numpy(), np.array(t.column("emb").to_pylist(), np.float32))
     assert [v.decode() for v in parsed["name"].numpy()] == t.column("name").to_pylist()
     assert tf.sparse.to_dense(parsed["maybe"]).numpy()[:, 0].tolist() == [0, 10, 0, 30, 0]
-    tags = tf.RaggedTensor.from_sparse(parsed["tags"]).to_list()
+    sparse_tags = parsed["tags"]
+    assert isinstance(sparse_tags, tf.SparseTensor)  # a VarLenFeature
+    tags = tf.RaggedTensor.from_sparse(sparse_tags).to_list()
     assert [[v.decode() for v in row] for row in tags] == t.column("tags").to_pylist()
 
 

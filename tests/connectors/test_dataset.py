@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from decimal import Decimal
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -57,11 +58,12 @@ def test_kind_tables_agree_with_the_proto_and_tensorflow():
 
 def test_manifest_round_trip_to_tf_parse(tmp_path):
     tf = pytest.importorskip("tensorflow")
-    records = list(ar.table_to_examples(TABLE))
+    records: list[bytes] = list(ar.table_to_examples(TABLE))  # pyright: ignore[reportAssignmentType] - serialized Examples; the unannotated encoder's generators are inferred as a union
     for name, (field, _, _, _) in WANT.items():  # the kind each column is encoded as
         t = SCHEMA.field(name).type
         leaf = t.value_type if pa.types.is_list(t) or pa.types.is_fixed_size_list(t) else t
-        assert dataset.LIST_FIELD[dataset.arrow_kind(leaf)] == field, name
+        kind = dataset.arrow_kind(leaf)
+        assert kind is not None and dataset.LIST_FIELD[kind] == field, name
         kinds = {ex.decode_example(r, typed=True)[name][0] for r in records if name in ex.decode_example(r)}
         assert kinds == {dataset.KIND_OF_FIELD[field]}, name
 
@@ -73,15 +75,17 @@ def test_manifest_round_trip_to_tf_parse(tmp_path):
     assert m.parse_spec == json.loads(json.dumps(dataset.parse_spec(SCHEMA)))
 
     spec = dataset.tf_parse_spec(m.parse_spec)
+    assert isinstance(spec, dict)  # an Example dataset: one dict, not a (context, sequence) pair
+    features: dict[str, Any] = spec  # tf.io's feature kinds differ in their attributes: checked by kind below
     for name, (_, dtype, kind, shape) in WANT.items():
-        assert type(spec[name]).__name__ == kind and spec[name].dtype.name == dtype, name
+        assert type(features[name]).__name__ == kind and features[name].dtype.name == dtype, name
         if shape is not None:
-            assert list(spec[name].shape) == shape, name
+            assert list(features[name].shape) == shape, name
     parsed = tf.io.parse_example(tf.constant(records), spec)
     assert parsed["id"].numpy().tolist() == [1, 2, 3]
     assert parsed["flag"].numpy().tolist() == [1, 0, 1]
-    np.testing.assert_array_equal(parsed["price"].numpy(), np.float32([1, 2, 3]))
-    np.testing.assert_array_equal(parsed["vec"].numpy(), np.float32([[1, 2], [3, 4], [5, 6]]))
+    np.testing.assert_array_equal(parsed["price"].numpy(), np.array([1, 2, 3], np.float32))
+    np.testing.assert_array_equal(parsed["vec"].numpy(), np.array([[1, 2], [3, 4], [5, 6]], np.float32))
     assert tf.sparse.to_dense(parsed["tags"], b"").numpy().tolist() == [[b"a", b""], [b"", b""], [b"b", b"c"]]
     assert parsed["blob"].numpy().tolist() == [b"\x00", b"\x01", b"\x02"]
     assert parsed["maybe"].indices.numpy()[:, 0].tolist() == [0, 2]  # the null row holds nothing

@@ -53,7 +53,7 @@ def read_cut(path: str, size: int, split: int, **kw) -> list[tuple[int, bytes]]:
 
 
 def whole(path: str) -> list[bytes]:
-    return [r for _, r in read_split(path, 0, None)]
+    return [r for _, r in read_split(path, 0, None)]  # pyright: ignore[reportReturnType] - read_split yields (offset, bytes) pairs; the reader's unannotated generator is inferred as a union
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -191,7 +191,7 @@ def test_example_files_both_ways(tmp_path, compression):
             for step in lists["steps"]:
                 m.feature_lists.feature_list["steps"].feature.add().int64_list.value.extend(step)
             w.write(m.SerializeToString())
-    got = list(read_records(tf_path, compression or "NONE"))
+    got: list[bytes] = list(read_records(tf_path, compression or "NONE"))  # pyright: ignore[reportAssignmentType] - records are bytes without offsets asked for; the reader's unannotated generator is inferred as a union
     assert [ex.decode_example(r) for r in got[:20]] == _expected_rows(rows)
     assert [ex.decode_sequence_example(r) for r in got[20:]] == seqs
 

@@ -18,7 +18,7 @@ from tfhadoop.connectors.example import ExampleDecodeError, encode_example, enco
 
 native = pytest.importorskip("tfhadoop.connectors._tfarrow")
 
-SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))  # pyright: ignore[reportArgumentType] - iterating HealthCheck yields its (non-deprecated) members; the checker types them as its metaclass
 
 _int = st.integers(-(1 << 63), (1 << 63) - 1)
 _float = st.floats(width=32, allow_nan=False)
@@ -67,14 +67,16 @@ def test_native_equals_pure_with_schema_and_inferred(case):
     assert ar.infer_schema(records) == ar.infer_schema(records, native=False)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))  # pyright: ignore[reportArgumentType] - iterating HealthCheck yields its (non-deprecated) members; the checker types them as its metaclass
 @given(example_sets())
 def test_native_equals_tensorflow_parse_example(case):
     import tensorflow as tf
 
     schema, records = case
     table = ar.examples_to_table(records, schema)
-    parsed = tf.io.parse_example(tf.constant(records), dataset.tf_parse_spec(dataset.parse_spec(schema)))
+    features = dataset.tf_parse_spec(dataset.parse_spec(schema))
+    assert isinstance(features, dict)  # Examples: one dict, not a (context, sequence) pair
+    parsed = tf.io.parse_example(tf.constant(records), features)
     for field in schema:
         got = table.column(field.name).to_pylist()
         t = parsed[field.name]

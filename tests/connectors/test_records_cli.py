@@ -120,6 +120,7 @@ def test_installed_command(files):
     assert [json.loads(line)["len"] for line in res.stdout.splitlines()] == [len(r) for r in ex[20:]]
     # Closing the pipe early is not an error.
     proc = subprocess.Popen([TFHADOOP, "records", "cat", str(d)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    assert proc.stdout and proc.stderr  # PIPEs
     proc.stdout.readline()
     proc.stdout.close()
     assert proc.wait(timeout=60) == 0

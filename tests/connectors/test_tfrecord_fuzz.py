@@ -15,7 +15,8 @@ FAST = settings(max_examples=400, deadline=2000, suppress_health_check=[HealthCh
 
 def _read(data: bytes, compression="NONE", on_corrupt="raise", buffer_size=64):
     reader = TFRecordReader(io.BytesIO(data), compression, on_corrupt=on_corrupt, buffer_size=buffer_size, name="fuzz")
-    return list(reader), reader.stats
+    records: list[bytes] = list(reader)  # pyright: ignore[reportAssignmentType] - records are bytes without offsets asked for; the reader's unannotated generator is inferred as a union
+    return records, reader.stats
 
 
 @FAST

@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import random
 import re
+from typing import Literal
 
 import pytest
 
@@ -27,7 +28,7 @@ def _tf():
     return tf
 
 
-def _tf_read(path, compression=""):
+def _tf_read(path, compression: Literal["", "ZLIB", "GZIP"] = ""):
     """(records, error kind, error offset) as TensorFlow's TFRecordDataset reports them."""
     tf = _tf()
     out = []
@@ -119,7 +120,9 @@ def test_fsspec_url():
 
     url = "memory://tfhadoop-test/a.tfrecord"
     write_records(url, RECORDS)
-    assert fsspec.open(url, "rb").open().read() == b"".join(encode_record(r) for r in RECORDS)
+    opened = fsspec.open(url, "rb")
+    assert isinstance(opened, fsspec.core.OpenFile)  # one URL: one file
+    assert opened.open().read() == b"".join(encode_record(r) for r in RECORDS)
     assert list(read_records("memory://tfhadoop-test/*.tfrecord")) == RECORDS
 
 

@@ -201,7 +201,7 @@ def test_dictionary_only_where_values_repeat(tmp_path):
     })
     assert _dictionary_columns(batch) == ["tag", "cats.list.element"]
     out = tmp_path / "d.parquet"
-    with pq.ParquetWriter(out, batch.schema, use_dictionary=_dictionary_columns(batch)) as w:
+    with pq.ParquetWriter(out, batch.schema, use_dictionary=_dictionary_columns(batch)) as w:  # pyright: ignore[reportArgumentType] - pyarrow documents a list of column names; its stub admits only bool
         w.write_batch(batch)
     rg = pq.ParquetFile(out).metadata.row_group(0)
     enc = {rg.column(i).path_in_schema: rg.column(i).encodings for i in range(rg.num_columns)}
@@ -286,7 +286,8 @@ def test_errors_from_decoder_threads_read_as_in_one_thread(tmp_path, capsys):
     offset = sum(len(r) + 16 for r in _recs(20, 2))
     assert errors[0] == errors[1] and errors[0].startswith(f"{d}/part-2.tfrecord: record at offset {offset}: "
                                                            "feature 'id' has 2 values in record 69 ")
-    path, offset = _middle_damage(tmp_path / "x", "not an Example") if (tmp_path / "x").mkdir() is None else None
+    (tmp_path / "x").mkdir()
+    path, offset = _middle_damage(tmp_path / "x", "not an Example")
     lines = []
     for threads in ("1", "3"):
         assert main(["records", "to-parquet", str(tmp_path / "x"), "-o", str(tmp_path / "o.parquet"), "--batch-rows",

@@ -25,7 +25,7 @@ schema = T.StructType([
     T.StructField("f", T.FloatType()), T.StructField("s", T.StringType()),
     T.StructField("flag", T.BooleanType()), T.StructField("longs", T.ArrayType(T.LongType())),
     T.StructField("strs", T.ArrayType(T.StringType()))])
-rows = [(i, i % 3, i * 0.5, f"s{i}", i % 2 == 0, list(range(i % 4)), [f"t{i}"]) for i in range(30)]
+rows: list[tuple] = [(i, i % 3, i * 0.5, f"s{i}", i % 2 == 0, list(range(i % 4)), [f"t{i}"]) for i in range(30)]
 rows.append((99, 0, None, None, None, None, None))
 df = spark.createDataFrame(rows, schema)
 fmt = "tfrecord"

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -63,11 +64,21 @@ def _listing(hadoop_cluster, out: str) -> list[str]:
                   for s in client.list_status(root, recursive=True) if not s.isdir)
 
 
-@pytest.mark.slow
-def test_export_hive_table_with_splits_reads_back_in_tensorflow(spark, hadoop_cluster, features_table, tmp_path):
+def _parse(files: list[str], parse_spec: dict) -> dict[str, Any]:
+    """The exported GZIP shards parsed by ``tf.io`` with the manifest's spec: a dense tensor per
+    fixed-length feature, a sparse one per variable-length feature."""
     import tensorflow as tf
 
     from tfhadoop.connectors.dataset import tf_parse_spec
+
+    features = tf_parse_spec(parse_spec)
+    assert isinstance(features, dict)  # Examples: one dict, not a (context, sequence) pair
+    return tf.io.parse_example(tf.stack(list(tf.data.TFRecordDataset(files, compression_type="GZIP"))), features)
+
+
+@pytest.mark.slow
+def test_export_hive_table_with_splits_reads_back_in_tensorflow(spark, hadoop_cluster, features_table, tmp_path):
+    import tensorflow as tf
 
     out = hadoop_cluster.hdfs_url(f"/datasets/{features_table}")
     manifest = run_export(spark, ExportOptions(output=out, table=features_table, shards=10,
@@ -96,8 +107,7 @@ def test_export_hive_table_with_splits_reads_back_in_tensorflow(spark, hadoop_cl
     for f, entry in zip(files, manifest["files"]):
         assert os.path.getsize(f) == entry["bytes"]
         assert sum(1 for _ in tf.data.TFRecordDataset(f, compression_type="GZIP")) == entry["records"]
-    parsed = tf.io.parse_example(
-        tf.stack(list(tf.data.TFRecordDataset(files, compression_type="GZIP"))), tf_parse_spec(manifest["parse_spec"]))
+    parsed = _parse(files, manifest["parse_spec"])
     got = {int(i): k for k, i in enumerate(parsed["id"].numpy())}
     assert sorted(got) == list(range(ROWS))
     rows = {r.id: r for r in spark.table(features_table).collect()}
@@ -186,6 +196,8 @@ def test_spark_submit_runs_the_same_job(hadoop_cluster, tmp_path):
 
     from tfhadoop.spark.session import tfhadoop_jar
 
+    jar = tfhadoop_jar()
+    assert jar, "no tfhadoop jar under jars/: build it (make jar)"
     csv = tmp_path / "in.csv"
     csv.write_text("id,score,name\n" + "".join(f"{i},{i / 10},n{i}\n" for i in range(500)))
     out = hadoop_cluster.hdfs_url(f"/datasets/submit-{uuid.uuid4().hex[:6]}")
@@ -193,7 +205,7 @@ def test_spark_submit_runs_the_same_job(hadoop_cluster, tmp_path):
     submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable,
                PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"])
-    proc = subprocess.run([str(submit), "--master", "local[2]", "--jars", tfhadoop_jar(), str(job),
+    proc = subprocess.run([str(submit), "--master", "local[2]", "--jars", jar, str(job),
                            "--input", f"file://{csv}", "--input-format", "csv", "--output", out, "--shards", "3"],
                           env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-4000:]
@@ -227,10 +239,7 @@ def test_export_runs_on_yarn(hadoop_cluster, tmp_path):
 def test_export_vector_assembler_output_float32_loss_and_exact_columns(spark, hadoop_cluster, tmp_path):
     """VectorAssembler output exports as a fixed-length float feature of the vector's size; the
     float32 loss of double/decimal columns is counted; --exact-columns writes them exactly."""
-    import tensorflow as tf
     from pyspark.ml.feature import VectorAssembler
-
-    from tfhadoop.connectors.dataset import tf_parse_spec
 
     base = spark.range(200).selectExpr(
         "id", "cast(id as double) * 0.5 as a", "cast(id % 7 as double) as b", "cast(id % 2 as bigint) as label",
@@ -253,8 +262,7 @@ def test_export_vector_assembler_output_float32_loss_and_exact_columns(spark, ha
     assert loss["big"]["changed"] == 200 and loss["big"]["max_change"] > 0
     assert loss["n"]["changed"] > 0 and loss["dec"]["changed"] > 0
     files = [_download(hadoop_cluster, out, f["path"], tmp_path) for f in manifest["files"]]
-    parsed = tf.io.parse_example(tf.stack(list(tf.data.TFRecordDataset(files, compression_type="GZIP"))),
-                                 tf_parse_spec(manifest["parse_spec"]))
+    parsed = _parse(files, manifest["parse_spec"])
     for i, v in zip(parsed["id"].numpy(), parsed["features"].numpy()):
         assert list(v) == [i * 0.5, i % 7]
     # exactly: n (decimal scale 0) and big (integral doubles) as int64, dec as decimal text
@@ -266,8 +274,7 @@ def test_export_vector_assembler_output_float32_loss_and_exact_columns(spark, ha
     assert spec2["dec"]["dtype"] == "string" and spec2["dec"]["exact"] == "decimal_text"
     assert "big" not in m2["float32_loss"] and "dec" not in m2["float32_loss"]
     files = [_download(hadoop_cluster, out2, f["path"], tmp_path) for f in m2["files"]]
-    parsed = tf.io.parse_example(tf.stack(list(tf.data.TFRecordDataset(files, compression_type="GZIP"))),
-                                 tf_parse_spec(m2["parse_spec"]))
+    parsed = _parse(files, m2["parse_spec"])
     rows = {r.id: r for r in df.collect()}
     for k, i in enumerate(parsed["id"].numpy()):
         r = rows[int(i)]

@@ -18,7 +18,7 @@ def test_hive_table_stored_as_tfrecord(spark, tmp_path):
     spark.sql("DROP TABLE IF EXISTS tfr_src")
     spark.sql("DROP TABLE IF EXISTS tfr_hive")
     spark.sql("DROP TABLE IF EXISTS tfr_hive_local")
-    rows = [(i, f"name{i}", i * 0.5, float(i) * 2, i % 2 == 0, [i, i + 1], [f"t{i}"]) for i in range(25)]
+    rows: list[tuple] = [(i, f"name{i}", i * 0.5, float(i) * 2, i % 2 == 0, [i, i + 1], [f"t{i}"]) for i in range(25)]
     rows.append((100, None, None, None, None, None, None))
     spark.createDataFrame(rows, "id bigint, name string, score float, d double, ok boolean, "
                                 "ids array<bigint>, tags array<string>").write.mode("overwrite").format(

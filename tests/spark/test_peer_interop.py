@@ -28,6 +28,7 @@ import base64
 import decimal
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -42,7 +43,7 @@ NAMES = sorted(EXPECTED["fixtures"])
 FORMAT = "tfrecord"  # our short name; the peer's jar is not on this classpath
 
 
-def from_json(v):
+def from_json(v) -> Any:
     """expected.json value -> the Python value PySpark returns."""
     if isinstance(v, dict):
         if "b64" in v:
@@ -55,7 +56,7 @@ def from_json(v):
     return v
 
 
-def plain(v):
+def plain(v) -> Any:
     """A collected Spark value, normalised (bytearray -> bytes, Row -> dict)."""
     if isinstance(v, Row):
         return {k: plain(x) for k, x in v.asDict().items()}

@@ -407,8 +407,10 @@ def test_a_write_of_no_rows_says_so(tmp_path):
 
     from tfhadoop.spark.session import tfhadoop_jar
 
+    jar = tfhadoop_jar()
+    assert jar, "no tfhadoop jar under jars/: build it (make jar)"
     out = tmp_path / "empty"
-    proc = subprocess.run([sys.executable, "-c", EMPTY_WRITE, tfhadoop_jar(), f"file://{out}"],
+    proc = subprocess.run([sys.executable, "-c", EMPTY_WRITE, jar, f"file://{out}"],
                           capture_output=True, text=True, timeout=300,
                           env={k: v for k, v in os.environ.items() if k != "HADOOP_CONF_DIR"})
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -92,6 +92,7 @@ def test_vector_assembler_output_exports_and_trains(spark, hadoop_cluster, tmp_p
     import tf_keras
 
     model = tf_keras.models.load_model(str(tmp_path / "model"))
+    assert model is not None
     assert [tuple(i.shape) for i in model.inputs] == [(None, 4)] and model.inputs[0].dtype.name == "float32"
     x = np.array([r.features.toArray() for r in rows[:200]], dtype=np.float32)
     mse = float(np.mean((model.predict(x, verbose=0)[:, 0] - ys[:200]) ** 2))

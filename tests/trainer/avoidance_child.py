@@ -35,7 +35,7 @@ def main() -> int:
     avoidance = WorkerAvoidance(os.path.join(tempfile.mkdtemp(), "avoid.json"))  # as coordinator.run: first
     coordinator = tf.distribute.experimental.coordinator.ClusterCoordinator(strategy)
     with strategy.scope():
-        v = tf.Variable(0, dtype=tf.int64)
+        v = tf.Variable(tf.constant(0, dtype=tf.int64))
 
     @tf.function
     def add():

@@ -39,7 +39,7 @@ def main() -> int:
     ids = sorted(r.id for r in got)
     assert ids == list(range(500)), f"rows scored {len(got)}, distinct ids {len(set(ids))}"
     score = np.array([r.prediction for r in sorted(got, key=lambda r: r.id)])
-    np.testing.assert_allclose(score, keras_model.predict({"x": xs}, verbose=0)[:, 0], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(score, keras_model.predict({"x": xs}, verbose=0)[:, 0], rtol=1e-5, atol=1e-5)  # pyright: ignore[reportArgumentType] - tf_keras is unannotated: the checker takes verbose's type from its default "auto"; 0 is its documented silent mode
     print(f"pyspark {pyspark.__version__}: {len(got)} rows scored once each, equal to model.predict")
     return 0
 

@@ -42,7 +42,8 @@ def test_local_commit_round_trip_and_atomic_replacement(tmp_path):
     assert c.steps() == -1 and c.state() is None
     c.write([np.arange(4.0), np.float64(3)], {"steps": 10, "ledger": None})
     c.write([np.arange(4.0) * 2, np.float64(4)], {"steps": 20, "ledger": {"done": {"1": 3}}})
-    assert c.steps() == 20 and c.state()["ledger"] == {"done": {"1": 3}}
+    state = c.state()
+    assert c.steps() == 20 and state is not None and state["ledger"] == {"done": {"1": 3}}
     values = c.values()
     assert values[0].tolist() == [0, 2, 4, 6] and float(values[1]) == 4
     assert sorted(os.listdir(tmp_path)) == ["commit"]  # nothing half-written left beside it

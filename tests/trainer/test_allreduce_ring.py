@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_train_moved_worker import FakeApp
-
+from tests.trainer.fakes import FakeApp, ManualClock, event_kinds
 from tfhadoop.errors import CommandError
 from tfhadoop.trainer.allreduce import STOP_EXIT, cut_round, plan_rounds, round_steps
 from tfhadoop.trainer.job import JobSpec
@@ -66,18 +63,12 @@ def ring(monkeypatch):
 
     monkeypatch.setattr(hdfs, "write_bytes", lambda *a, **k: None)
     monkeypatch.setattr(hdfs, "append_bytes", lambda *a, **k: None)
-    now = [0.0]
     job = {"checkpoint_dir": "hdfs://nn/c", "strategy": "allreduce", "ps": 0, "workers": 2, "min_workers": 1,
            "startup_wait": 30, "gang_timeout": 100, "queue": "q", "hang_timeout": 0}
-    master = am.RingMaster(FakeApp(), job, "/tmp", clock=lambda: now[0])
-    master.now = now
+    master = am.RingMaster(FakeApp(), job, "/tmp", clock=ManualClock())
     for slot in range(2):
         master.start(slot)
     return master
-
-
-def _kinds(master):
-    return [e["event"] for e in master.events.events]
 
 
 def _ring(master):
@@ -91,12 +82,12 @@ def test_gang_waits_for_every_worker_then_forms_ring_one(ring):
     ring.app.serve("worker", 1, "h:2")
     ring.step()
     assert ring.state.value == "training" and _ring(ring) == {"gen": 1, "slots": [0, 1], "worker": ["h:1", "h:2"]}
-    assert _kinds(ring)[:2] == ["cluster_up", "ring_formed"]
+    assert event_kinds(ring)[:2] == ["cluster_up", "ring_formed"]
 
 
 def test_gang_starts_with_min_workers_after_startup_wait(ring):
     ring.app.serve("worker", 1, "h:2")
-    ring.now[0] = 31
+    ring.clock.now = 31
     ring.step()
     assert _ring(ring)["slots"] == [1]
 
@@ -104,11 +95,11 @@ def test_gang_starts_with_min_workers_after_startup_wait(ring):
 def test_gang_timeout_releases_the_containers_and_says_why(ring):
     ring.job["min_workers"] = 2
     ring.app.serve("worker", 0, "h:1")
-    ring.now[0] = 101
+    ring.clock.now = 101
     outcome = ring.step()
     assert outcome[0] == "FAILED" and "gang timeout: 1 of 2 workers started within 100 s" in outcome[1]
     assert "queue q" in outcome[1] and sorted(ring.app.killed) == ["worker_0", "worker_1"]
-    assert _kinds(ring)[-1] == "gang_timeout"
+    assert event_kinds(ring)[-1] == "gang_timeout"
 
 
 def _formed(ring):
@@ -124,7 +115,7 @@ def test_preempted_member_reforms_with_survivors_then_grows_back_at_a_round_boun
     ring.app.lose(c.id)
     ring.step()  # lost -> REFORMING -> the survivor alone forms generation 2 at once
     assert _ring(ring) == {"gen": 2, "slots": [0], "worker": ["h:1"]}
-    assert ring.restarts == {} and "replacement_requested" in _kinds(ring)  # a preemption is not counted
+    assert ring.restarts == {} and "replacement_requested" in event_kinds(ring)  # a preemption is not counted
     ring.app.serve("worker", 1, "h:3")  # the replacement arrives
     ring.step()
     assert ring.state.value == "stopping" and ring.app.kv["ring_stop"] == b"2"
@@ -143,10 +134,10 @@ def test_model_bug_fails_at_once_and_a_cluster_error_restarts_after_its_grace(ri
                                                                         "message": "peer gone"}}).encode()
     ring.step()
     assert ring.state.value == "training"  # waits for the loss that may explain it
-    ring.now[0] += EXIT_GRACE_S
+    ring.clock.now += EXIT_GRACE_S
     ring.step()  # -> REFORMING (counted), then the same members form generation 2
     ring.step()
-    assert ring.failures == 1 and _ring(ring)["gen"] == 2 and "training_process_failed" in _kinds(ring)
+    assert ring.failures == 1 and _ring(ring)["gen"] == 2 and "training_process_failed" in event_kinds(ring)
     ring.app.kv["ring_exit/0"] = json.dumps({"gen": 2, "rc": 1, "error": {"type": "ValueError",
                                                                         "message": "model bug"}}).encode()
     assert ring.step() == ("FAILED", "ValueError: model bug")
@@ -160,14 +151,14 @@ def test_a_silent_member_is_killed_as_hung_and_the_ring_reforms(ring):
     ring.app.kv["hb/worker/0"], ring.app.kv["hb/worker/1"] = b"worker_0 1", b"worker_1 1"
     ring.step()
     for t, n in ((30, 2), (61.5, 3)):
-        ring.now[0] = t
+        ring.clock.now = t
         ring.app.kv["hb/worker/1"] = f"worker_1 {n}".encode()
         ring.step()
     assert ring.app.killed == ["worker_0"]
     hang = next(e for e in ring.events.events if e["event"] == "hang_detected")
     assert hang["slot"] == 0 and hang["silent_s"] == 61.5
     ring.step()
-    assert "container_lost" in _kinds(ring)
+    assert "container_lost" in event_kinds(ring)
 
 
 def _progress(ring, gen, steps, restored):
@@ -184,7 +175,7 @@ def test_a_hung_training_process_restarts_its_generation_at_once(ring):
     _formed(ring)
     _progress(ring, 1, 10, 0)
     ring.step()
-    assert _kinds(ring)[-1] == "first_round"
+    assert event_kinds(ring)[-1] == "first_round"
     _progress(ring, 1, 60, 0)
     ring.step()
     ring.app.kv["ring_exit/1"] = json.dumps({"gen": 1, "rc": -9, "error": {
@@ -194,7 +185,7 @@ def test_a_hung_training_process_restarts_its_generation_at_once(ring):
     assert _ring(ring) == {"gen": 2, "slots": [0, 1], "worker": ["h:1", "h:2"]}
     hang = next(e for e in ring.events.events if e["event"] == "training_hang")
     assert hang["slot"] == 1 and hang["process_state"] == "T" and hang["round_timeout"] == 30
-    assert ring.failures == 1 and "training_process_failed" not in _kinds(ring)
+    assert ring.failures == 1 and "training_process_failed" not in event_kinds(ring)
     _progress(ring, 2, 40, 40)  # restored the checkpoint of step 40: 20 steps redone
     ring.step()
     first = [e for e in ring.events.events if e["event"] == "first_round"]

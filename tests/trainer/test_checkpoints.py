@@ -174,7 +174,7 @@ def test_tensorflow_writes_checkpoints_events_and_the_export_straight_to_hdfs(ha
     from tfhadoop.trainer.summaries import Summaries
 
     url = hadoop_cluster.hdfs_url(f"/tmp/trainer-tests/ckpt-{uuid.uuid4().hex[:8]}")
-    v = tf.Variable([1.0, 2.0])
+    v = tf.Variable(tf.constant([1.0, 2.0]))
     store = HdfsCheckpoints(tf.train.Checkpoint(v=v), url, keep=2)
     for step in (1, 2, 3):
         v.assign([float(step), -float(step)])
@@ -202,7 +202,7 @@ def test_tensorflow_writes_checkpoints_events_and_the_export_straight_to_hdfs(ha
     assert scalars() == (2, [(7, 0.5), (9, 0.25)])
 
     module = tf.Module()
-    module.v = v
+    module.v = v  # pyright: ignore[reportAttributeAccessIssue] - tf.Module tracks any attribute set on it; its stub declares none
     hdfs.publish(lambda staged: tf.saved_model.save(module, staged), f"{url}/model")
     assert tf.saved_model.load(f"{url}/model").v.numpy().tolist() == [3.0, -3.0]
     with pytest.raises(FileExistsError):
@@ -252,7 +252,7 @@ def test_a_failed_save_leaves_latest_alone_and_its_state_is_cleaned_up_by_the_ne
     from tfhadoop.trainer.checkpoints import PENDING_STATE, HdfsCheckpoints
 
     url = hadoop_cluster.hdfs_url(f"/tmp/trainer-tests/ckpt-pending-{uuid.uuid4().hex[:8]}")
-    ckpt = tf.train.Checkpoint(v=tf.Variable(1.0))
+    ckpt = tf.train.Checkpoint(v=tf.Variable(tf.constant(1.0)))
     store = HdfsCheckpoints(ckpt, url)
     store.save({"steps": 1})
     real_write = ckpt.write

@@ -50,6 +50,7 @@ def test_child_dies_with_its_parent():
         time.sleep(2)  # the child's die_with_parent has run
         os.kill(os.getpid(), signal.SIGKILL)
     """)], stdout=subprocess.PIPE, text=True)
+    assert done.stdout is not None
     child = int(done.stdout.readline())
     assert done.wait(timeout=30) == -signal.SIGKILL
     deadline = time.time() + 10

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from test_train_moved_worker import FakeApp
+from tests.trainer.fakes import FakeApp
 
 N = 10_000
 

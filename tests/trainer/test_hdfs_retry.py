@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from test_train_moved_worker import _kinds, _start, master  # noqa: F401
 
+from tests.trainer.fakes import bring_up
 from tfhadoop.connectors import hdfs
 
 
@@ -64,7 +64,7 @@ def test_event_log_keeps_refused_lines_and_appends_them_later(master, monkeypatc
 
 
 def test_coordinator_retries_become_events(master):
-    _start(master)
+    bring_up(master)
     retry = {"what": "checkpoint", "attempt": 1, "error": "OSError: safe mode", "delay_s": 1, "time": 0}
     master.app.kv["hdfs_retries"] = json.dumps([retry]).encode()
     master.step()

@@ -17,13 +17,12 @@ from types import SimpleNamespace
 
 import pytest
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import trainer_test_models as models  # noqa: E402
+from tests.trainer import trainer_test_models as models
+from tfhadoop.errors import ValidationError
+from tfhadoop.trainer.keras_step import label_columns, split_batch
+from tfhadoop.trainer.validate import check_columns
 
-from tfhadoop.errors import ValidationError  # noqa: E402
-from tfhadoop.trainer.keras_step import label_columns, split_batch  # noqa: E402
-from tfhadoop.trainer.validate import check_columns  # noqa: E402
+HERE = Path(__file__).resolve().parent
 
 CASES = ["l2_kernel", "activity_regularizer", "two_outputs_dict_losses", "two_outputs_list_losses", "sample_weights",
          "logistic_int_label_weights_l2", "everything"]  # keras_parity.CASES (not imported: it imports TF)

@@ -6,13 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from test_train_moved_worker import FakeApp, _kinds, _start, master  # noqa: F401
 
-
-def _clock(master):
-    now = [0.0]
-    master.clock = lambda: now[0]
-    return now
+from tests.trainer.fakes import FakeApp, bring_up, event_kinds, fake_master, manual_clock
 
 
 def _beat(master, role, slot, n):
@@ -33,7 +28,7 @@ def test_every_event_has_one_handler_and_a_rule():
 def test_a_transition_outside_the_table_is_an_error(master):
     from tfhadoop.trainer import master as m
 
-    _start(master)
+    bring_up(master)
     assert master.state == m.State.TRAINING
     master.on_progress = lambda: m.State.WAITING  # a handler that breaks its rule
     master.first_wave_seen = False
@@ -53,22 +48,22 @@ def test_events_outside_their_states_are_ignored(master):
 def test_hung_worker_is_killed_after_the_hang_timeout_and_replaced(master):
     from tfhadoop.trainer import master as m
 
-    now = _clock(master)
+    now = manual_clock(master)
     master.job["hang_timeout"] = 30
-    _start(master)
+    bring_up(master)
     for n in range(1, 5):  # both beat every 10 s: nothing happens
         _beat(master, "worker", 0, n)
         _beat(master, "worker", 1, n)
         now[0] += 10
         assert master.step() is None
-    assert "hang_detected" not in _kinds(master)
+    assert "hang_detected" not in event_kinds(master)
     hung = master.live[("worker", 1)]
     for n in range(5, 9):  # worker 1 stops (SIGSTOP); worker 0 beats on
         _beat(master, "worker", 0, n)
         now[0] += 10
         master.step()
     master.step()  # YARN reports the killed container's end
-    kinds = _kinds(master)
+    kinds = event_kinds(master)
     assert kinds.count("hang_detected") == 1 and master.app.killed == [hung]
     detected = next(e for e in master.events.events if e["event"] == "hang_detected")
     assert (detected["role"], detected["slot"], detected["container"]) == ("worker", 1, hung)
@@ -83,28 +78,28 @@ def test_hung_worker_is_killed_after_the_hang_timeout_and_replaced(master):
         _beat(master, "worker", 0, n)
         now[0] += 10
         master.step()
-    assert _kinds(master).count("hang_detected") == 1
+    assert event_kinds(master).count("hang_detected") == 1
 
 
 def test_hung_parameter_server_restarts_training_from_the_checkpoint(master):
     from tfhadoop.trainer import master as m
 
-    now = _clock(master)
+    now = manual_clock(master)
     master.job["hang_timeout"] = 5
-    _start(master)
+    bring_up(master)
     _beat(master, "ps", 0, 1)
     master.step()
     old = master.coordinator
     now[0] += 6
     master.step()  # detected and killed; YARN reports the container's end by the next round
-    assert _kinds(master)[-1] == "hang_detected" and old.returncode is None
+    assert event_kinds(master)[-1] == "hang_detected" and old.returncode is None
     master.step()
-    assert _kinds(master)[-3:] == ["hang_detected", "container_lost", "replacement_requested"]
+    assert event_kinds(master)[-3:] == ["hang_detected", "container_lost", "replacement_requested"]
     assert old.returncode == -9 and master.state == m.State.WAITING  # stopped; the next one waits for the PS
     master.app.serve("ps", 0, "h:1")
     master.step()
-    assert master.state == m.State.TRAINING and _kinds(master)[-1] == "coordinator_started"
-    assert "coordinator_failed" not in _kinds(master)
+    assert master.state == m.State.TRAINING and event_kinds(master)[-1] == "coordinator_started"
+    assert "coordinator_failed" not in event_kinds(master)
 
 
 def test_preemption_before_the_cluster_is_up_is_replaced_not_fatal(master):
@@ -125,7 +120,7 @@ def test_preemption_before_the_cluster_is_up_is_replaced_not_fatal(master):
     assert master.live[("worker", 1)] != first and master.state == m.State.STARTING
     master.dispatch(m.Event.CLUSTER_UP)
     assert master.step() is None and master.state == m.State.TRAINING
-    assert _kinds(master)[:3] == ["container_lost", "replacement_requested", "cluster_up"]
+    assert event_kinds(master)[:3] == ["container_lost", "replacement_requested", "cluster_up"]
 
 
 def test_a_container_that_fails_while_starting_fails_the_job(master):
@@ -139,10 +134,7 @@ def test_a_container_that_fails_while_starting_fails_the_job(master):
 
 def _attempt2(tmp_path, monkeypatch, files: dict):
     """A master of attempt 2 whose job directory holds ``files`` (name -> JSON)."""
-    from test_train_moved_worker import FakeCoordinator
-
     from tfhadoop.connectors import hdfs
-    from tfhadoop.trainer import master as m
 
     def read_bytes(url):
         name = url.split("/c/", 1)[1]
@@ -150,15 +142,10 @@ def _attempt2(tmp_path, monkeypatch, files: dict):
             raise FileNotFoundError(url)
         return json.dumps(files[name]).encode()
 
-    monkeypatch.setattr(m.subprocess, "Popen", FakeCoordinator)
-    monkeypatch.setattr(m.time, "sleep", lambda s: None)
-    monkeypatch.setattr(hdfs, "write_bytes", lambda *a, **k: None)
-    monkeypatch.setattr(hdfs, "append_bytes", lambda *a, **k: None)
     monkeypatch.setattr(hdfs, "read_bytes", read_bytes)
     app = FakeApp()
     app.id = "application_1_0001"
-    job = {"checkpoint_dir": "hdfs://nn/c", "ps": 1, "workers": 1, "min_workers": 1, "startup_wait": 0, "queue": "q"}
-    return m.Master(app, job, str(tmp_path), attempt=2)
+    return fake_master(tmp_path, monkeypatch, app=app, attempt=2, workers=1)
 
 
 def test_am_attempt_2_resumes_from_the_checkpoint(tmp_path, monkeypatch):
@@ -227,15 +214,15 @@ def _exit_with(master, rc, error=None):
 def test_coordinator_exits_success_model_bug_and_cluster_error(master):
     from tfhadoop.trainer import master as m
 
-    now = _clock(master)
-    _start(master)
+    now = manual_clock(master)
+    bring_up(master)
     assert _exit_with(master, 1, {"type": "UnavailableError", "message": "ps unreachable"}) is None
     assert master.state == m.State.WAITING and master.begin_after == 2  # backoff 2 s, by the injected clock
     master.step()
     assert master.state == m.State.WAITING  # servers up, but the backoff is not over
     now[0] = 2.5
     master.step()
-    assert master.state == m.State.TRAINING and _kinds(master)[-1] == "coordinator_started"
+    assert master.state == m.State.TRAINING and event_kinds(master)[-1] == "coordinator_started"
     assert _exit_with(master, 1, {"type": "ValueError", "message": "model bug"}) == ("FAILED", "ValueError: model bug")
     assert master.state == m.State.FAILED
 
@@ -243,11 +230,11 @@ def test_coordinator_exits_success_model_bug_and_cluster_error(master):
 def test_coordinator_success_ends_the_job(master):
     from tfhadoop.trainer import master as m
 
-    _start(master)
+    bring_up(master)
     assert _exit_with(master, 0) == ("SUCCEEDED", "training finished") and master.state == m.State.SUCCEEDED
     master.app.lose(master.live[("worker", 0)])
     assert master.step() == ("SUCCEEDED", "training finished")  # nothing is handled after the end
-    assert "container_lost" not in _kinds(master)
+    assert "container_lost" not in event_kinds(master)
 
 
 def test_all_workers_preempted_at_once_are_replaced_and_training_waits_for_them(master):
@@ -255,18 +242,18 @@ def test_all_workers_preempted_at_once_are_replaced_and_training_waits_for_them(
     the coordinator keeps running (its closures wait for workers), nothing fails."""
     from tfhadoop.trainer import master as m
 
-    _start(master)
+    bring_up(master)
     for slot in (0, 1):
         c = next(c for c in master.app.containers if c.id == master.live[("worker", slot)])
         c.exit_message = "Container preempted by scheduler"
         master.app.lose(c.id)
     assert master.step() is None and master.state == m.State.TRAINING
     assert master.restarts == {} and master.coordinator.poll() is None
-    assert _kinds(master)[2:] == ["container_lost", "replacement_requested"] * 2
+    assert event_kinds(master)[2:] == ["container_lost", "replacement_requested"] * 2
     master.app.serve("worker", 0, "h:10")
     master.app.serve("worker", 1, "h:11")  # back at the same addresses: they rejoin, no restart
     master.step()
-    assert _kinds(master).count("replacement_up") == 2 and _kinds(master).count("coordinator_started") == 1
+    assert event_kinds(master).count("replacement_up") == 2 and event_kinds(master).count("coordinator_started") == 1
 
 
 LOST_NODE = "Container released on a *lost* node"  # YARN's diagnostics for exit status -100
@@ -278,7 +265,7 @@ def test_containers_of_a_lost_node_are_replaced_elsewhere_and_not_counted(master
     come back on another host, and the next coordinator gets the moved addresses."""
     from tfhadoop.trainer import master as m
 
-    _start(master)
+    bring_up(master)
     old = master.coordinator
     for role, slot in (("ps", 0), ("worker", 1)):
         c = next(c for c in master.app.containers if c.id == master.live[(role, slot)])
@@ -293,12 +280,12 @@ def test_containers_of_a_lost_node_are_replaced_elsewhere_and_not_counted(master
     master.app.serve("ps", 0, "other:1")
     master.app.serve("worker", 1, "other:11")
     master.step()
-    assert {"ps_moved", "worker_moved"} <= set(_kinds(master))
-    assert master.state == m.State.TRAINING and _kinds(master)[-1] == "coordinator_started"
+    assert {"ps_moved", "worker_moved"} <= set(event_kinds(master))
+    assert master.state == m.State.TRAINING and event_kinds(master)[-1] == "coordinator_started"
     with open(f"{master.work}/cluster.json") as f:
         given = json.load(f)
     assert given["ps"] == ["other:1"] and given["worker"] == ["h:10", "other:11"]
-    assert "coordinator_failed" not in _kinds(master)
+    assert "coordinator_failed" not in event_kinds(master)
 
 
 def test_a_coordinator_is_not_given_servers_whose_heartbeat_stopped(master):
@@ -306,8 +293,8 @@ def test_a_coordinator_is_not_given_servers_whose_heartbeat_stopped(master):
     fails (Unavailable); its successor waits for the PS instead of failing against it again."""
     from tfhadoop.trainer import master as m
 
-    now = _clock(master)
-    _start(master)
+    now = manual_clock(master)
+    bring_up(master)
     for role, slot in master.live:
         _beat(master, role, slot, 1)
     master.step()
@@ -318,7 +305,7 @@ def test_a_coordinator_is_not_given_servers_whose_heartbeat_stopped(master):
         _beat(master, "worker", 0, n)
         _beat(master, "worker", 1, n)
         master.step()
-    assert master.state == m.State.WAITING and _kinds(master).count("coordinator_started") == 1
+    assert master.state == m.State.WAITING and event_kinds(master).count("coordinator_started") == 1
     ps = next(c for c in master.app.containers if c.id == master.live[("ps", 0)])
     ps.exit_message = LOST_NODE
     master.app.lose(ps.id)  # the NodeManager's expiry: YARN reports the container lost
@@ -326,7 +313,7 @@ def test_a_coordinator_is_not_given_servers_whose_heartbeat_stopped(master):
     master.app.serve("ps", 0, "other:1")
     _beat(master, "ps", 0, 1)
     master.step()
-    assert master.state == m.State.TRAINING and _kinds(master)[-1] == "coordinator_started"
+    assert master.state == m.State.TRAINING and event_kinds(master)[-1] == "coordinator_started"
     assert master.cluster["ps"] == ["other:1"] and master.restarts == {}
 
 
@@ -336,7 +323,7 @@ def test_preemption_during_a_rescale_checkpoint_is_folded_into_the_restart(maste
     from tfhadoop.trainer import master as m
     from tfhadoop.trainer.coordinator import RESCALE_EXIT
 
-    _start(master, workers=(0,))  # worker 1 arrives late: the coordinator is asked to rescale
+    bring_up(master, workers=(0,))  # worker 1 arrives late: the coordinator is asked to rescale
     master.app.serve("worker", 1, "h:11")
     master.step()
     master.step()
@@ -351,10 +338,10 @@ def test_preemption_during_a_rescale_checkpoint_is_folded_into_the_restart(maste
     assert master.state == m.State.WAITING  # worker 0's replacement is not up yet
     master.app.serve("worker", 0, "h:10")
     master.step()
-    assert master.state == m.State.TRAINING and _kinds(master)[-1] == "coordinator_started"
+    assert master.state == m.State.TRAINING and event_kinds(master)[-1] == "coordinator_started"
     with open(f"{master.work}/cluster.json") as f:
         assert json.load(f)["worker"] == ["h:10", "h:11"]
-    assert "coordinator_failed" not in _kinds(master)
+    assert "coordinator_failed" not in event_kinds(master)
 
 
 def test_an_abandoned_slot_is_reopened_when_a_new_coordinator_needs_it(master):
@@ -365,19 +352,19 @@ def test_an_abandoned_slot_is_reopened_when_a_new_coordinator_needs_it(master):
     from tfhadoop.trainer import master as m
 
     master.job["max_worker_restarts"] = 0
-    _start(master)
+    bring_up(master)
     master.app.lose(master.live[("worker", 1)])
     master.step()
-    assert _kinds(master)[-1] == "slot_abandoned" and master.state == m.State.TRAINING
+    assert event_kinds(master)[-1] == "slot_abandoned" and master.state == m.State.TRAINING
     master.app.lose(master.live[("ps", 0)])
     master.step()
-    assert "slot_reopened" in _kinds(master) and ("worker", 1) in master.live
+    assert "slot_reopened" in event_kinds(master) and ("worker", 1) in master.live
     master.app.serve("ps", 0, "h:1")
     master.step()
     assert master.state == m.State.WAITING  # worker 1's replacement is not serving yet
     master.app.serve("worker", 1, "h:11")
     master.step()
-    assert master.state == m.State.TRAINING and _kinds(master)[-1] == "coordinator_started"
+    assert master.state == m.State.TRAINING and event_kinds(master)[-1] == "coordinator_started"
 
 
 # -- the coordinator's watchdog (phases.py reports, CoordinatorWatch judges) ---------------------
@@ -395,9 +382,9 @@ def _beat_servers(master, n):
 def test_silent_coordinator_is_killed_and_restarted_from_the_checkpoint(master):
     from tfhadoop.trainer import master as m
 
-    now = _clock(master)
+    now = manual_clock(master)
     master.job["hang_timeout"] = 30
-    _start(master)
+    bring_up(master)
     first = master.coordinator
     for n in range(1, 5):  # beats every 10 s and makes progress: nothing happens
         _report(master, "training", n, n)
@@ -413,11 +400,11 @@ def test_silent_coordinator_is_killed_and_restarted_from_the_checkpoint(master):
     assert 30 < hung[0]["silent_s"] <= 40 and hung[0]["limit_s"] == 30
     assert first.returncode == -9 and master.coordinator is not first  # killed; a new one waits
     assert master.state == m.State.WAITING and master.coordinator_failures == 1
-    assert "coordinator_failed" not in _kinds(master)  # its -9 is the master's doing, never polled
+    assert "coordinator_failed" not in event_kinds(master)  # its -9 is the master's doing, never polled
     now[0] += 2  # the backoff
     _beat_servers(master, 9)
     master.step()
-    assert master.state == m.State.TRAINING and _kinds(master)[-2:] == ["coordinator_hung", "coordinator_started"]
+    assert master.state == m.State.TRAINING and event_kinds(master)[-2:] == ["coordinator_hung", "coordinator_started"]
     # The new coordinator is judged by its own report only: the old one's (another pid) is ignored.
     for n in range(10, 16):
         _beat_servers(master, n)
@@ -425,15 +412,15 @@ def test_silent_coordinator_is_killed_and_restarted_from_the_checkpoint(master):
                                                    "beat": n}).encode()
         now[0] += 10
         master.step()
-    assert _kinds(master).count("coordinator_hung") == 1  # never beat yet: startup covers it, not the watchdog
+    assert event_kinds(master).count("coordinator_hung") == 1  # never beat yet: startup covers it, not the watchdog
 
 
 def test_coordinator_stuck_in_one_phase_past_its_limit_is_restarted(master):
     from tfhadoop.trainer import master as m
 
-    now = _clock(master)
+    now = manual_clock(master)
     master.job["phase_timeouts"] = {**master.job["phase_timeouts"], "checkpointing": 100}
-    _start(master)
+    bring_up(master)
     _report(master, "training", 1, 1)
     master.step()
     for n in range(2, 12):  # the heartbeat thread beats on; the main thread is stuck in a save
@@ -441,7 +428,7 @@ def test_coordinator_stuck_in_one_phase_past_its_limit_is_restarted(master):
         _beat_servers(master, n)
         now[0] += 10
         master.step()
-    assert "coordinator_hung" not in _kinds(master)  # 90 s in the phase: within its limit
+    assert "coordinator_hung" not in event_kinds(master)  # 90 s in the phase: within its limit
     now[0] += 15
     _report(master, "checkpointing", 2, 12)
     master.step()
@@ -453,9 +440,9 @@ def test_coordinator_stuck_in_one_phase_past_its_limit_is_restarted(master):
 
 
 def test_a_long_evaluation_an_hdfs_wait_and_no_live_worker_are_not_hangs(master):
-    now = _clock(master)
+    now = manual_clock(master)
     master.job["hang_timeout"] = 30
-    _start(master)
+    bring_up(master)
     n = 0
 
     def run_for(seconds, phase, mark=lambda n: 1):
@@ -474,15 +461,15 @@ def test_a_long_evaluation_an_hdfs_wait_and_no_live_worker_are_not_hangs(master)
     master.step()
     assert master.workers_serving() == 0  # both replaced; the replacements do not serve yet
     run_for(1200, "training")  # no progress while no worker serves: waiting for the replacements
-    assert "coordinator_hung" not in _kinds(master)
+    assert "coordinator_hung" not in event_kinds(master)
 
 
 def test_a_coordinator_that_keeps_hanging_fails_the_job_after_max_coordinator_restarts(master):
     from tfhadoop.trainer import master as m
 
-    now = _clock(master)
+    now = manual_clock(master)
     master.job.update(hang_timeout=5, max_coordinator_restarts=1)
-    _start(master)
+    bring_up(master)
     for _ in range(2):
         now[0] += 2  # the backoff
         _beat_servers(master, int(now[0]))
@@ -493,7 +480,7 @@ def test_a_coordinator_that_keeps_hanging_fails_the_job_after_max_coordinator_re
         now[0] += 40  # silent past the hang timeout
         _beat_servers(master, int(now[0]))
         master.step()  # detected
-    assert _kinds(master).count("coordinator_hung") == 2
+    assert event_kinds(master).count("coordinator_hung") == 2
     assert master.outcome[0] == "FAILED" and "coordinator hung (silent for 40 s)" in master.outcome[1]
 
 
@@ -512,8 +499,6 @@ def test_phase_timeouts_are_checked_and_merged_over_the_defaults():
 
 
 def test_phase_reporter_beats_and_marks():
-    from test_train_moved_worker import FakeApp
-
     from tfhadoop.trainer.phases import PhaseReporter
 
     app = FakeApp()
@@ -538,9 +523,9 @@ def test_phase_reporter_beats_and_marks():
 def test_a_coordinator_silent_while_a_worker_hangs_is_not_killed(master):
     """On the embedded cluster a stopped worker also stopped the coordinator's heartbeat thread (a
     TensorFlow call waiting on it holds the GIL): only the worker is killed and replaced."""
-    now = _clock(master)
+    now = manual_clock(master)
     master.job["hang_timeout"] = 8
-    _start(master)
+    bring_up(master)
     _report(master, "training", 1, 1)
     _beat_servers(master, 1)
     master.step()
@@ -549,7 +534,7 @@ def test_a_coordinator_silent_while_a_worker_hangs_is_not_killed(master):
         _beat(master, "worker", 0, n)
         now[0] += 2
         master.step()
-    kinds = _kinds(master)
+    kinds = event_kinds(master)
     assert "hang_detected" in kinds and "coordinator_hung" not in kinds, kinds
     master.app.serve("worker", 1, "h:11")  # the replacement serves at the same address
     _beat_servers(master, 20)
@@ -559,9 +544,9 @@ def test_a_coordinator_silent_while_a_worker_hangs_is_not_killed(master):
         _beat_servers(master, n)
         now[0] += 2
         master.step()
-    assert "coordinator_hung" not in _kinds(master)
+    assert "coordinator_hung" not in event_kinds(master)
     for n in range(27, 33):  # the coordinator stops again while every server is heard: killed
         _beat_servers(master, n)
         now[0] += 2
         master.step()
-    assert _kinds(master).count("coordinator_hung") == 1
+    assert event_kinds(master).count("coordinator_hung") == 1

@@ -13,11 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import trainer_test_models as models  # noqa: E402
+from tests.trainer import trainer_test_models as models
+from tfhadoop.errors import CommandError, ValidationError
 
-from tfhadoop.errors import CommandError, ValidationError  # noqa: E402
+HERE = Path(__file__).resolve().parent
 
 pytestmark = [pytest.mark.cluster]
 
@@ -32,7 +31,9 @@ def _local_model(url: str, folder: Path):
     from tfhadoop.connectors import hdfs
 
     hdfs.download_dir(url, str(folder))
-    return tf_keras.models.load_model(str(folder))
+    model = tf_keras.models.load_model(str(folder))
+    assert model is not None, f"no SavedModel at {url}"
+    return model
 
 
 @pytest.fixture(scope="module")
@@ -180,7 +181,7 @@ def test_vector_input_and_vector_output_columns(spark, hadoop_cluster, tmp_path,
     got = scores.orderBy("id").collect()
     vin = np.array([[r[1], r[2], r[3]] for r in rows], dtype=np.float32)
     ain = np.array([r[4] for r in rows], dtype=np.float32)
-    want = keras_model.predict({"v": vin, "a": ain}, verbose=0)
+    want = keras_model.predict({"v": vin, "a": ain}, verbose=0)  # pyright: ignore[reportArgumentType] - tf_keras is unannotated: the checker takes verbose's type from its default "auto"; 0 is its documented silent mode
     np.testing.assert_allclose(np.array([r.emb for r in got]), want["emb"], rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(np.array([r.score for r in got]), want["score"][:, 0], rtol=1e-5, atol=1e-5)
 

@@ -9,10 +9,11 @@ import json
 import os
 import threading
 import time
+from typing import Any
 
 import pytest
-from test_train_moved_worker import FakeApp, _kinds, _start, master  # noqa: F401
 
+from tests.trainer.fakes import FakeApp, bring_up, event_kinds, manual_clock
 from tfhadoop.trainer import protocol
 
 
@@ -22,7 +23,8 @@ def _warn(master, yarn_container: str, contract: str = "negotiable", t_ms: int =
         f.write(json.dumps({"time": t_ms, "container": yarn_container, "contract": contract}) + ("\n" if newline else ""))
 
 
-def _file(master, name):
+def _file(master, name) -> Any:
+    """The JSON document ``name`` in the master's work directory (None while there is none)."""
     path = os.path.join(master.work, name)
     if not os.path.exists(path):
         return None
@@ -30,19 +32,13 @@ def _file(master, name):
         return json.load(f)
 
 
-def _clock(master):
-    now = [0.0]
-    master.clock = lambda: now[0]
-    return now
-
-
 def _event(master, kind):
     return [e for e in master.events.events if e["event"] == kind]
 
 
 def test_a_warned_worker_gets_no_new_work_and_a_checkpoint_due_soon_is_asked_for(master):
-    now = _clock(master)
-    _start(master)
+    now = manual_clock(master)
+    bring_up(master)
     assert _file(master, protocol.AVOID_WORKERS_FILE) == []
     _warn(master, "y-worker_1")
     master.step()
@@ -63,13 +59,13 @@ def test_a_warned_worker_gets_no_new_work_and_a_checkpoint_due_soon_is_asked_for
     lost = _event(master, "container_lost")[-1]
     assert lost["preempted"] and lost["warned_s"] == 9.0
     assert _file(master, protocol.AVOID_WORKERS_FILE) == []  # TensorFlow waits for its replacement as before
-    assert _kinds(master)[-2:] == ["container_lost", "replacement_requested"]
-    assert "coordinator_failed" not in _kinds(master) and master.state.value == "training"
+    assert event_kinds(master)[-2:] == ["container_lost", "replacement_requested"]
+    assert "coordinator_failed" not in event_kinds(master) and master.state.value == "training"
 
 
 def test_when_every_live_worker_is_warned_none_is_avoided(master):
     """Avoiding them all would stop training until YARN's kill (or its sparing, 60 s later)."""
-    _start(master)
+    bring_up(master)
     _warn(master, "y-worker_0")
     master.step()
     assert _file(master, protocol.AVOID_WORKERS_FILE) == [0]
@@ -80,7 +76,7 @@ def test_when_every_live_worker_is_warned_none_is_avoided(master):
 
 
 def test_the_task_index_follows_the_spec_not_the_slot(master):
-    _start(master, workers=(1,))  # worker 1 came first: task 0
+    bring_up(master, workers=(1,))  # worker 1 came first: task 0
     master.app.serve("worker", 0, "h:10")
     _warn(master, "y-worker_1")
     master.step()
@@ -89,7 +85,7 @@ def test_the_task_index_follows_the_spec_not_the_slot(master):
 
 
 def test_a_warned_parameter_server_asks_for_a_checkpoint_now(master):
-    _start(master)
+    bring_up(master)
     _warn(master, "y-ps_0", contract="strict")
     master.step()
     (warned,) = _event(master, "preemption_warned")
@@ -101,7 +97,7 @@ def test_a_warned_parameter_server_asks_for_a_checkpoint_now(master):
 
 def test_without_preemption_warnings_the_warning_is_only_logged(master):
     master.job["preemption_warnings"] = False
-    _start(master)
+    bring_up(master)
     _warn(master, "y-worker_0")
     master.step()
     (warned,) = _event(master, "preemption_warned")
@@ -112,8 +108,8 @@ def test_without_preemption_warnings_the_warning_is_only_logged(master):
 def test_a_spared_worker_gets_work_again(master):
     from tfhadoop.trainer.master import PREEMPTION_WITHDRAWN_S
 
-    now = _clock(master)
-    _start(master)
+    now = manual_clock(master)
+    bring_up(master)
     _warn(master, "y-worker_0")
     master.step()
     assert _file(master, protocol.AVOID_WORKERS_FILE) == [0]
@@ -128,7 +124,7 @@ def test_a_spared_worker_gets_work_again(master):
 
 
 def test_a_line_still_being_written_waits_and_unknown_containers_are_named_only(master):
-    _start(master)
+    bring_up(master)
     _warn(master, "y-worker_0", newline=False)
     master.step()
     assert not _event(master, "preemption_warned")
@@ -194,11 +190,9 @@ def ring(tmp_path, monkeypatch):
 
     monkeypatch.setattr(hdfs, "write_bytes", lambda *a, **k: None)
     monkeypatch.setattr(hdfs, "append_bytes", lambda *a, **k: None)
-    now = [0.0]
     job = {"checkpoint_dir": "hdfs://nn/c", "strategy": "allreduce", "ps": 0, "workers": 3, "min_workers": 1,
            "startup_wait": 30, "gang_timeout": 100, "queue": "q", "hang_timeout": 0}
-    master = am.RingMaster(FakeApp(), job, str(tmp_path), clock=lambda: now[0])
-    master.now = now
+    master = am.RingMaster(FakeApp(), job, str(tmp_path), clock=lambda: 0.0)
     for slot in range(3):
         master.start(slot)
     for slot in range(3):
@@ -223,7 +217,7 @@ def test_a_warned_ring_member_leaves_at_a_round_boundary(ring):
         ring.app.kv[f"ring_exit/{slot}"] = json.dumps({"gen": 1, "rc": STOP_EXIT, "error": None}).encode()
     ring.step()
     assert _ring(ring) == {"gen": 2, "slots": [0, 2], "worker": ["h:1", "h:3"]}
-    assert _kinds(ring)[-1] == "ring_shrunk"
+    assert event_kinds(ring)[-1] == "ring_shrunk"
     ring.step()  # the warned worker is not taken back in while it lives
     assert ring.state.value == "training" and _ring(ring)["gen"] == 2
     c = ring.app.containers[1]

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.trainer import trainer_test_models as models
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import trainer_test_models as models  # noqa: E402
 
 pytestmark = pytest.mark.cluster
 BUDGET_S = 15  # the budget from the command's start to its error

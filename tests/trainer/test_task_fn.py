@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -70,10 +71,14 @@ def test_closure_size_fixed_and_auto():
     assert auto.steps == AUTO_MAX_STEPS
 
 
+def _spec(**changes: Any) -> JobSpec:
+    """A minimal spec with ``changes`` as a user's YAML may give them (any type: validate() checks)."""
+    return JobSpec(model="m:f", data="d", checkpoint_dir="/c", export_dir="/e", **changes)
+
+
 def test_steps_per_execution_setting():
-    base = {"model": "m:f", "data": "d", "checkpoint_dir": "/c", "export_dir": "/e"}
-    assert JobSpec(**base).validate().steps_per_execution == "auto"
-    assert JobSpec(**base, steps_per_execution="8").validate().steps_per_execution == 8
+    assert _spec().validate().steps_per_execution == "auto"
+    assert _spec(steps_per_execution="8").validate().steps_per_execution == 8
     for bad in ("fast", 0, -1, 2.5):
         with pytest.raises(CommandError, match="--steps-per-execution"):
-            JobSpec(**base, steps_per_execution=bad).validate()
+            _spec(steps_per_execution=bad).validate()

@@ -4,13 +4,10 @@ by skipping from the shard start."""
 from __future__ import annotations
 
 import os
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import trainer_test_models as models
+from tests.trainer import trainer_test_models as models
 
 
 def _records(task, compression):

@@ -6,37 +6,32 @@ import json
 import os
 import re
 import signal
+import subprocess
 import sys
 import time
-from pathlib import Path
+import uuid
+from typing import Literal, overload
 
 import pytest
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-from test_train_yarn import (  # noqa: E402,F401
-    _diagnosis,
-    _events,
-    _hog,
-    _metrics,
-    _wait,
-    dataset,
-    exported_model_mse,
-    preempt_a_worker,
-    start_preemptible_job,
-)
-from waiting import wait_for  # noqa: E402
+from tests.trainer import jobs
+from tests.trainer.preemption import hold_containers, preempt_a_worker, start_preemptible_job
+from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
 
-def _train(hadoop_cluster, dataset, extra=(), timeout=600, background=False):
-    import subprocess
-    import uuid
-
+@overload
+def _train(hadoop_cluster, dataset, extra=..., timeout: float = ...,
+           background: Literal[False] = ...) -> tuple[str, subprocess.CompletedProcess[str]]: ...
+@overload
+def _train(hadoop_cluster, dataset, extra=..., timeout: float = ..., *,
+           background: Literal[True]) -> tuple[str, subprocess.Popen[str]]: ...
+def _train(hadoop_cluster, dataset, extra=(), timeout: float = 600, background: bool = False):
+    """(the job's run directory, its `tfhadoop train --strategy allreduce` process)."""
     run = hadoop_cluster.hdfs_url(f"/tmp/trainer-tests/ar-{uuid.uuid4().hex[:8]}")
     cmd = [sys.executable, "-m", "tfhadoop", "train", "--strategy", "allreduce",
-           "--model", "trainer_test_models:linear", "--python-path", str(HERE), "--data", dataset, "--label", "y",
+           "--model", "trainer_test_models:linear", "--python-path", str(jobs.MODELS), "--data", dataset, "--label", "y",
            "--task-records", "300", "--batch-size", "32", "--worker-memory", "1g",
            "--checkpoint-dir", f"{run}/ckpt", "--export-dir", f"{run}/model", *extra]
     if background:
@@ -50,14 +45,14 @@ def test_two_workers_allreduce_train_export_and_predict(hadoop_cluster, dataset,
     assert proc.returncode == 0, out[-4000:]
     print(proc.stdout)
     assert "training SUCCEEDED" in proc.stdout
-    metrics = _metrics(run)
+    metrics = jobs.metrics(run)
     assert metrics["strategy"] == "allreduce" and metrics["workers"] == 2
     assert [e["examples"] for e in metrics["epochs"]] == [2400, 2400]  # exactly once per epoch
     # 2400 records in tasks of 300 = 8 tasks, 4 rounds of 2 workers, 10 steps of 32 per round.
     assert metrics["steps"] == 2 * 4 * 10
-    mse, constant = exported_model_mse(run, tmp_path)
+    mse, constant = jobs.exported_model_mse(run, tmp_path)
     assert mse < 0.05 * constant, (mse, constant)
-    events = _events(run)
+    events = jobs.events(run)
     kinds = [e["event"] for e in events]
     assert kinds[:2] == ["cluster_up", "ring_formed"] and kinds[-1] == "finished", kinds
     assert events[0]["cuda_visible_devices"] == {"0": "0", "1": "0"}  # one yarn.io/gpu each, no plugin
@@ -77,9 +72,9 @@ def test_preempted_worker_ring_reforms_smaller_then_grows_back(hadoop_cluster, d
     run, proc = start_preemptible_job(hadoop_cluster, dataset, epochs, train=_train,
                                       extra=["--commit-every-steps", str(commit_every), "--no-preemption-warnings"])
     preempt_a_worker(hadoop_cluster, run, proc, alone_timeout=240)
-    metrics = _metrics(run)
+    metrics = jobs.metrics(run)
     assert [e["examples"] for e in metrics["epochs"]] == [2400] * epochs  # exactly once per epoch
-    events = _events(run)
+    events = jobs.events(run)
     lost = [e for e in events if e["event"] == "container_lost"]
     assert lost[0].get("exit_status") == -102 and lost[0]["preempted"], lost
     reformed = [e for e in events if e["event"] == "ring_reformed"]
@@ -118,41 +113,41 @@ def test_gang_timeout_then_min_workers_scale_up_and_a_hung_training_process(hado
     epochs, round_timeout = 1000, 30
     hog = stopped = None
     with skein.Client() as client:
-        hog = _hog(client, "gpu-hog", queue="default", instances=3, memory=512, gpus=1)
+        hog = held = hold_containers(client, "gpu-hog", queue="default", instances=3, memory=512, gpus=1)
         try:
-            _wait(lambda: len(hog.get_containers(services=["task"], states=["RUNNING"])) == 3, 120, "3 GPUs held")
+            jobs.wait(lambda: len(held.get_containers(services=["task"], states=["RUNNING"])) == 3, 120, "3 GPUs held")
             run_a, a = _train(hadoop_cluster, dataset, background=True,
                               extra=["--workers", "2", "--min-workers", "2", "--worker-gpus", "1",
                                      "--gang-timeout", "40", "--startup-wait", "5"])
-            _wait(lambda: _up_workers(client, a) == 1, 120, "job A holding one GPU worker")
+            jobs.wait(lambda: _up_workers(client, a) == 1, 120, "job A holding one GPU worker")
             run_b, b = _train(hadoop_cluster, dataset, background=True,
                               extra=["--workers", "2", "--min-workers", "1", "--worker-gpus", "1", "--startup-wait",
                                      "5", "--epochs", str(epochs), "--round-timeout", str(round_timeout)])
             _up_workers(client, b)  # reads B's application id
             out_a, err_a = a.communicate(timeout=300)
-            formed = _wait(lambda: _event(run_b, "first_round"), 240, "job B training with the GPU A released")
-            assert formed["workers"] == 1, _events(run_b)
+            formed = jobs.wait(lambda: _event(run_b, "first_round"), 240, "job B training with the GPU A released")
+            assert formed["workers"] == 1, jobs.events(run_b)
             hog.shutdown()  # the GPUs return: B's second worker can be placed
             hog = None
             grown = wait_for(lambda: _grown_and_training(run_b), 240, "job B grown to 2 workers and training",
-                             interval=1, diagnose=lambda: _diagnosis(hadoop_cluster, run_b))
-            ring = [e for e in _events(run_b) if e["event"] == "ring_grown"][-1]
+                             interval=1, diagnose=lambda: jobs.diagnosis(hadoop_cluster, run_b))
+            ring = [e for e in jobs.events(run_b) if e["event"] == "ring_grown"][-1]
             newcomer = [s for s in ring["slots"] if s not in formed_slots(run_b)][0]
             assert b.poll() is None, "job B ended before its hang could be tested: raise epochs"
             stopped = _training_process(client, b, newcomer)
             os.kill(stopped, signal.SIGSTOP)
             stopped_at = time.time()
-            _wait(lambda: _state(stopped) == "T", 10, "the training process stopped (SIGSTOP is asynchronous)")
+            jobs.wait(lambda: _state(stopped) == "T", 10, "the training process stopped (SIGSTOP is asynchronous)")
             hang = wait_for(lambda: _event(run_b, "training_hang") or _event(run_b, "training_process_failed"),
                             round_timeout + 120, "the stopped process detected", interval=1,
-                            diagnose=lambda: _diagnosis(hadoop_cluster, run_b))
-            reformed = _wait(lambda: _event_after(run_b, "ring_reformed", hang["time"]), 60, "the ring re-formed")
-            trained = _wait(lambda: _event_after(run_b, "first_round", hang["time"]), 120, "the new ring training")
-            at_hang = len(_wait(lambda: _history(run_b), 60, "a checkpoint"))
-            history = _wait(lambda: (h := _history(run_b)) and len(h) >= at_hang + 2 and h, 240,
-                            "two epochs trained by the re-formed ring")
+                            diagnose=lambda: jobs.diagnosis(hadoop_cluster, run_b))
+            reformed = jobs.wait(lambda: _event_after(run_b, "ring_reformed", hang["time"]), 60, "the ring re-formed")
+            trained = jobs.wait(lambda: _event_after(run_b, "first_round", hang["time"]), 120, "the new ring training")
+            at_hang = len(jobs.wait(lambda: _history(run_b), 60, "a checkpoint"))
+            history = jobs.wait(lambda: (h := _history(run_b)) and len(h) >= at_hang + 2 and h, 240,
+                                "two epochs trained by the re-formed ring")
             assert b.poll() is None, (b.communicate()[1])[-3000:]
-            client.kill_application(b.app_id)
+            client.kill_application(_APP_IDS[b])
         finally:
             if hog is not None:
                 hog.shutdown()
@@ -163,15 +158,15 @@ def test_gang_timeout_then_min_workers_scale_up_and_a_hung_training_process(hado
                     p.kill()
                     # the YARN application outlives its client: B trains 1000 epochs, and left running
                     # it held the cluster for the next tests (seen in CI after a timeout above)
-                    if getattr(p, "app_id", None):
-                        _kill_application_quietly(client, p.app_id)
+                    if p in _APP_IDS:
+                        _kill_application_quietly(client, _APP_IDS[p])
     assert a.returncode == 1, (out_a + err_a)[-3000:]
     # 1 of 2 normally; 0 when the held container's supervisor had not published its address in
     # time on a loaded host (seen once at load ~10)
     assert re.search(r"gang timeout: [01] of 2 workers started within 40 s, fewer than --min-workers 2",
                      err_a), err_a[-3000:]
-    events_b = _events(run_b)
-    timeout_at = [e for e in _events(run_a) if e["event"] == "gang_timeout"][0]["time"]
+    events_b = jobs.events(run_b)
+    timeout_at = [e for e in jobs.events(run_a) if e["event"] == "gang_timeout"][0]["time"]
     up_b = [e for e in events_b if e["event"] == "cluster_up"][0]
     assert up_b["time"] > timeout_at and up_b["workers"] == 1  # B got its GPU only once A released it
     assert [e["examples"] for e in history] == [2400] * len(history)  # exactly once per epoch
@@ -201,7 +196,7 @@ def _kill_application_quietly(client, app_id: str) -> None:
 
 
 def _event_after(run, kind, t):
-    return next((e for e in _events(run) if e["event"] == kind and e["time"] >= t), None)
+    return next((e for e in jobs.events(run) if e["event"] == kind and e["time"] >= t), None)
 
 
 def _history(run) -> list:
@@ -221,7 +216,7 @@ def test_warned_worker_leaves_the_ring_at_a_round_boundary(hadoop_cluster, datas
     epochs = 40
     run, proc = start_preemptible_job(hadoop_cluster, dataset, epochs, train=_train)
     preempt_a_worker(hadoop_cluster, run, proc, alone_timeout=240)
-    metrics, events = _metrics(run), _events(run)
+    metrics, events = jobs.metrics(run), jobs.events(run)
     kinds = [e["event"] for e in events]
     assert [e["examples"] for e in metrics["epochs"]] == [2400] * epochs  # exactly once per epoch
     lost = [e for e in events if e["event"] == "container_lost"]
@@ -242,18 +237,18 @@ def test_warned_worker_leaves_the_ring_at_a_round_boundary(hadoop_cluster, datas
 def _event(run, kind):
     """The job's first event of ``kind`` (events.jsonl on HDFS), or None."""
     try:
-        return next((e for e in _events(run) if e["event"] == kind), None)
+        return next((e for e in jobs.events(run) if e["event"] == kind), None)
     except FileNotFoundError:
         return None
 
 
 def formed_slots(run) -> list:
-    return next(e for e in _events(run) if e["event"] == "ring_formed")["slots"]
+    return next(e for e in jobs.events(run) if e["event"] == "ring_formed")["slots"]
 
 
 def _grown_and_training(run):
     """The first round of the generation that grew the ring, or None."""
-    events = _events(run)
+    events = jobs.events(run)
     grown = [e["gen"] for e in events if e["event"] == "ring_grown"]
     return next((e for e in events if e["event"] == "first_round" and grown and e["gen"] == grown[-1]), None)
 
@@ -261,7 +256,7 @@ def _grown_and_training(run):
 def _training_process(client, proc, slot) -> int:
     """The pid of worker ``slot``'s training process (a child of its supervisor, whose pid the
     container published; the embedded cluster runs on this host)."""
-    app = client.connect(proc.app_id, wait=False)
+    app = client.connect(_APP_IDS[proc], wait=False)
     supervisor = json.loads(app.kv[f"up/worker/{slot}"].decode())["pid"]
 
     def child():
@@ -277,7 +272,7 @@ def _training_process(client, proc, slot) -> int:
                 if parent == supervisor and b"tfhadoop.trainer.allreduce\x00train\x00" in cmdline:
                     return int(entry)
         return None
-    return _wait(child, 60, f"worker:{slot}'s training process")
+    return jobs.wait(child, 60, f"worker:{slot}'s training process")
 
 
 def _state(pid: int) -> str:
@@ -292,15 +287,19 @@ def _kill_quietly(pid: int) -> None:
         pass
 
 
-def _up_workers(client, proc) -> int:
+_APP_IDS: dict[subprocess.Popen[str], str] = {}  # the id each background `tfhadoop train` printed, once read
+
+
+def _up_workers(client, proc: subprocess.Popen[str]) -> int:
     """Running worker containers of the application that ``proc`` (``tfhadoop train``) submitted."""
-    if not hasattr(proc, "app_id"):
+    if proc not in _APP_IDS:
+        assert proc.stdout is not None
         line = proc.stdout.readline()
         if not line.startswith("application "):
             return 0
-        proc.app_id = line.split()[1]
+        _APP_IDS[proc] = line.split()[1]
     try:
-        app = client.connect(proc.app_id, wait=False)
+        app = client.connect(_APP_IDS[proc], wait=False)
         return len(app.get_containers(services=["worker"], states=["RUNNING"]))
     except Exception:  # noqa: BLE001 - the application master is not up yet
         return 0

@@ -8,22 +8,16 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import time
+from collections.abc import Callable
+from typing import Any
 
 import pytest
-from test_train_yarn import (  # noqa: F401
-    _app_id,
-    _cluster_idle,
-    _events,
-    _hog,
-    _metrics,
-    _state_epoch,
-    _train,
-    _wait,
-    _wait_epochs,
-    dataset,
-)
 
+from tests.trainer import jobs
+from tests.trainer.preemption import hold_containers
+from tests.waiting import wait_for
 from tfhadoop.trainer.protocol import HEARTBEAT_S
 from tfhadoop.yarn.embedded import application_master_pid
 
@@ -40,8 +34,6 @@ def _wait_training_in_epoch_1(hadoop_cluster, run, proc, kv) -> None:
     """Until the coordinator trains the job's second epoch, watched through the key-value store (an
     epoch takes a few seconds; polling the checkpoint on HDFS was seen to miss the whole job)."""
     import skein
-    from test_train_yarn import _diagnosis
-    from waiting import wait_for
 
     def training_in_epoch_1():
         try:
@@ -54,12 +46,13 @@ def _wait_training_in_epoch_1(hadoop_cluster, run, proc, kv) -> None:
     # On a fast host an epoch of the test dataset trains in ~0.1 s between checkpoints of ~2 s:
     # poll often enough not to miss its training phase.
     wait_for(training_in_epoch_1, 300, "training in the second epoch", interval=0.05,
-             diagnose=lambda: _diagnosis(hadoop_cluster, run))
+             diagnose=lambda: jobs.diagnosis(hadoop_cluster, run))
     assert proc.poll() is None, proc.communicate()[1][-3000:]
 
 
 def _train_and_stop(hadoop_cluster, dataset, role_key: str, workers: int, epochs: int, hang_timeout: int,
-                    observe=None):
+                    observe: Callable[[Any, str], Any] | None = None
+                    ) -> tuple[str, subprocess.Popen[str], dict, float, str, str, Any]:
     """``tfhadoop train`` with ``--hang-timeout``; in the second epoch the process that
     ``role_key`` (``up/<role>/<slot>``, or ``coordinator``, in the key-value store) names is
     SIGSTOPped, and ``observe(kv, run)``, if given, runs right after. Returns
@@ -67,11 +60,11 @@ def _train_and_stop(hadoop_cluster, dataset, role_key: str, workers: int, epochs
     then, in case YARN did not kill it)."""
     import skein
 
-    run, proc = _train(hadoop_cluster, dataset, background=True,
-                       extra=["--workers", str(workers), "--epochs", str(epochs), "--hang-timeout", str(hang_timeout)])
+    run, proc = jobs.train(hadoop_cluster, dataset, background=True,
+                           extra=["--workers", str(workers), "--epochs", str(epochs), "--hang-timeout", str(hang_timeout)])
     stopped = None
     try:
-        app_id = _app_id(proc)
+        app_id = jobs.app_id(proc)
         with skein.Client() as client:  # started first: a loaded machine takes many seconds to start its JVM
             kv = client.connect(app_id).kv
             _wait_training_in_epoch_1(hadoop_cluster, run, proc, kv)
@@ -96,7 +89,7 @@ def test_hung_worker_is_killed_and_replaced(hadoop_cluster, dataset):
     epochs, hang_timeout = 5, 8
     run, proc, up, t_stop, out, err, _ = _train_and_stop(hadoop_cluster, dataset, "up/worker/1", 2, epochs, hang_timeout)
     assert proc.returncode == 0, (out + err)[-4000:]
-    events = _events(run)
+    events = jobs.events(run)
     kinds = [e["event"] for e in events]
     hang = [e for e in events if e["event"] == "hang_detected"]
     assert [(e["role"], e["slot"], e["container"]) for e in hang] == [("worker", 1, up["container"])], hang
@@ -108,7 +101,7 @@ def test_hung_worker_is_killed_and_replaced(hadoop_cluster, dataset):
     after = kinds[kinds.index("hang_detected"):]
     assert after[:3] == ["hang_detected", "container_lost", "replacement_requested"], after
     assert "replacement_up" in after and "coordinator_failed" not in kinds
-    assert [e["examples"] for e in _metrics(run)["epochs"]] == [2400] * epochs  # exactly once per epoch
+    assert [e["examples"] for e in jobs.metrics(run)["epochs"]] == [2400] * epochs  # exactly once per epoch
     up_again = next(e for e in events if e["event"] == "replacement_up")
     print(f"worker stopped -> hang detected {detected_after:.1f} s -> replacement serving "
           f"{up_again['time'] - t_stop:.1f} s")
@@ -119,10 +112,10 @@ def test_killed_application_master_resumes_in_attempt_2(hadoop_cluster, dataset)
 
     epochs = 6
     steps_per_epoch = 2400 // 300 * -(-300 // 32)  # 8 tasks of 10 steps; a checkpoint at each epoch's end
-    run, proc = _train(hadoop_cluster, dataset, background=True, extra=["--workers", "2", "--epochs", str(epochs)])
+    run, proc = jobs.train(hadoop_cluster, dataset, background=True, extra=["--workers", "2", "--epochs", str(epochs)])
     try:
-        app_id = _app_id(proc)
-        _wait(lambda: (_state_epoch(run) or 0) >= 2 or proc.poll() is not None, 300, "two epochs")
+        app_id = jobs.app_id(proc)
+        jobs.wait(lambda: (jobs.state_epoch(run) or 0) >= 2 or proc.poll() is not None, 300, "two epochs")
         assert proc.poll() is None, proc.communicate()[1][-3000:]
         with skein.Client() as client:
             progress = json.loads(client.connect(app_id).kv["progress"].decode())
@@ -133,7 +126,7 @@ def test_killed_application_master_resumes_in_attempt_2(hadoop_cluster, dataset)
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 0, (out + err)[-4000:]
-    events = _events(run)
+    events = jobs.events(run)
     kinds = [e["event"] for e in events]
     restarted = [e for e in events if e["event"] == "am_restarted"]
     assert len(restarted) == 1 and restarted[0]["attempt"] == 2, kinds
@@ -146,7 +139,7 @@ def test_killed_application_master_resumes_in_attempt_2(hadoop_cluster, dataset)
     assert kinds[i:].count("cluster_up") == 1 and "coordinator_started" in kinds[i:] and kinds[-1] == "finished"
     seqs = [e["seq"] for e in events if e.get("app") == app_id]
     assert seqs == list(range(len(seqs))), seqs  # attempt 2 numbers its events after attempt 1's
-    assert [e["examples"] for e in _metrics(run)["epochs"]] == [2400] * epochs  # exactly once per epoch
+    assert [e["examples"] for e in jobs.metrics(run)["epochs"]] == [2400] * epochs  # exactly once per epoch
     first = next(e for e in events[i:] if e["event"] == "first_wave")
     print(f"AM killed -> attempt 2's master {restarted[0]['time'] - t_kill:.1f} s -> training again "
           f"{first['time'] - t_kill:.1f} s; resumed at step {resumed_at}, {progress['steps']} read before the kill")
@@ -156,14 +149,14 @@ def test_hung_parameter_server_is_replaced_and_training_resumes_from_the_checkpo
     epochs, hang_timeout = 4, 8
     run, proc, up, _t_stop, out, err, _ = _train_and_stop(hadoop_cluster, dataset, "up/ps/0", 1, epochs, hang_timeout)
     assert proc.returncode == 0, (out + err)[-4000:]
-    events = _events(run)
+    events = jobs.events(run)
     kinds = [e["event"] for e in events]
     hang = [e for e in events if e["event"] == "hang_detected"]
     assert [(e["role"], e["slot"], e["container"]) for e in hang] == [("ps", 0, up["container"])], hang
     after = kinds[kinds.index("hang_detected"):]
     assert after[:3] == ["hang_detected", "container_lost", "replacement_requested"], after
     assert "coordinator_started" in after and "coordinator_failed" not in kinds  # restarted from the checkpoint
-    assert [e["examples"] for e in _metrics(run)["epochs"]] == [2400] * epochs
+    assert [e["examples"] for e in jobs.metrics(run)["epochs"]] == [2400] * epochs
 
 
 def test_lost_node_roles_are_replaced_on_another_host_and_training_resumes(hadoop_cluster, dataset):
@@ -179,20 +172,20 @@ def test_lost_node_roles_are_replaced_on_another_host_and_training_resumes(hadoo
     # Placement: a filler of 2 x 6 GB (+ its 256 MB master) leaves 2 GB on one in-process node, room
     # for the job's 2 GB master only; its three 2 GB roles then fit nowhere but on the extra node,
     # started once that master runs. The filler goes before the loss: replacements land in-process.
-    _wait(lambda: _cluster_idle(hadoop_cluster.conf), 120, "the cluster's containers of earlier tests to end")
+    jobs.wait(lambda: jobs.cluster_idle(hadoop_cluster.conf), 120, "the cluster's containers of earlier tests to end")
     nm = filler = proc = None
     try:
         with skein.Client() as client:
-            filler = _hog(client, "filler", queue="default", instances=2, memory=6144)
-            _wait(lambda: len(filler.get_containers(states=["RUNNING"])) == 2, 120, "the filler's containers")
-            run, proc = _train(hadoop_cluster, dataset, background=True,
-                               extra=["--workers", "2", "--epochs", str(epochs), "--ps-memory", "2g",
-                                      "--worker-memory", "2g"])
-            app_id = _app_id(proc)
-            _wait(lambda: str(client.application_report(app_id).state) == "RUNNING" or proc.poll() is not None,
-                  180, "the job's master")
+            filler = held = hold_containers(client, "filler", queue="default", instances=2, memory=6144)
+            jobs.wait(lambda: len(held.get_containers(states=["RUNNING"])) == 2, 120, "the filler's containers")
+            run, proc = jobs.train(hadoop_cluster, dataset, background=True,
+                                   extra=["--workers", "2", "--epochs", str(epochs), "--ps-memory", "2g",
+                                          "--worker-memory", "2g"])
+            app_id = jobs.app_id(proc)
+            jobs.wait(lambda: str(client.application_report(app_id).state) == "RUNNING" or proc.poll() is not None,
+                      180, "the job's master")
             nm = hadoop_cluster.embedded.start_node_manager("127.0.0.2", memory_mb=6144, vcores=8)
-            _wait(lambda: (_state_epoch(run) or 0) >= 1 or proc.poll() is not None, 300, "one epoch")
+            jobs.wait(lambda: (jobs.state_epoch(run) or 0) >= 1 or proc.poll() is not None, 300, "one epoch")
             assert proc.poll() is None, proc.communicate()[1][-3000:]
             kv = client.connect(app_id).kv
             placed = {k: kv[k].decode() for k in ("addr/ps/0", "addr/worker/0", "addr/worker/1")}
@@ -210,8 +203,8 @@ def test_lost_node_roles_are_replaced_on_another_host_and_training_resumes(hadoo
             filler.shutdown()
         if nm is not None:
             nm.kill()
-    assert proc.returncode == 0, (out + err)[-4000:]
-    events = _events(run)
+    assert proc is not None and proc.returncode == 0, (out + err)[-4000:]
+    events = jobs.events(run)
     kinds = [e["event"] for e in events]
     lost = [e for e in events if e["event"] == "container_lost"]
     assert sorted((e["role"], e["slot"]) for e in lost) == [("ps", 0), ("worker", 0), ("worker", 1)], lost
@@ -223,7 +216,7 @@ def test_lost_node_roles_are_replaced_on_another_host_and_training_resumes(hadoo
                for (r, s), e in moved.items()), moved
     i = kinds.index("container_lost")
     assert "coordinator_started" in kinds[i:] and "slot_abandoned" not in kinds and kinds[-1] == "finished"
-    assert [e["examples"] for e in _metrics(run)["epochs"]] == [2400] * epochs  # exactly once per epoch
+    assert [e["examples"] for e in jobs.metrics(run)["epochs"]] == [2400] * epochs  # exactly once per epoch
     restarted = next(e for e in events[i:] if e["event"] == "coordinator_started")
     first = next(e for e in events[events.index(restarted):] if e["event"] == "first_wave")
     print(f"node killed -> lost (NM expiry) {lost[0]['time'] - t_kill:.1f} s -> coordinator restarted "
@@ -247,18 +240,18 @@ def test_hdfs_safe_mode_during_checkpoints_is_waited_out(hadoop_cluster, dataset
     if hadoop_cluster.embedded is None:
         pytest.skip("needs the embedded cluster (its NameNode is put into safe mode)")
     epochs, outage_s = 5, 20
-    run, proc = _train(hadoop_cluster, dataset, background=True, extra=["--workers", "2", "--epochs", str(epochs)])
+    run, proc = jobs.train(hadoop_cluster, dataset, background=True, extra=["--workers", "2", "--epochs", str(epochs)])
     entered = None
     try:
-        app_id = _app_id(proc)
-        _wait(lambda: (_state_epoch(run) or 0) >= 1 or proc.poll() is not None, 300, "one epoch")
+        app_id = jobs.app_id(proc)
+        jobs.wait(lambda: (jobs.state_epoch(run) or 0) >= 1 or proc.poll() is not None, 300, "one epoch")
         assert proc.poll() is None, proc.communicate()[1][-3000:]
         _safemode(hadoop_cluster, "enter")
-        entered = time.time()
+        entered = began = time.time()
         with skein.Client() as client:
             kv = client.connect(app_id).kv
-            _wait(lambda: b'"hdfs_retry"' in (kv.get("events") or b"") or proc.poll() is not None, 120,
-                  "a retried checkpoint")
+            jobs.wait(lambda: b'"hdfs_retry"' in (kv.get("events") or b"") or proc.poll() is not None, 120,
+                      "a retried checkpoint")
         time.sleep(max(0.0, outage_s - (time.time() - entered)))  # hold the outage for its full length
         _safemode(hadoop_cluster, "leave")
         left = time.time()
@@ -269,15 +262,15 @@ def test_hdfs_safe_mode_during_checkpoints_is_waited_out(hadoop_cluster, dataset
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 0, (out + err)[-4000:]
-    events = _events(run)
+    events = jobs.events(run)
     kinds = [e["event"] for e in events]
     retries = [e for e in events if e["event"] == "hdfs_retry"]
     assert retries and all(e["what"] == "checkpoint" for e in retries), retries
     assert any("safe mode" in e["error"].lower() for e in retries), retries
     assert "coordinator_failed" not in kinds and kinds[-1] == "finished"
-    assert [e["examples"] for e in _metrics(run)["epochs"]] == [2400] * epochs
-    print(f"safe mode {left - entered:.1f} s; {len(retries)} checkpoint retries, the last "
-          f"{retries[-1]['time'] - entered:.1f} s after it began")
+    assert [e["examples"] for e in jobs.metrics(run)["epochs"]] == [2400] * epochs
+    print(f"safe mode {left - began:.1f} s; {len(retries)} checkpoint retries, the last "
+          f"{retries[-1]['time'] - began:.1f} s after it began")
 
 
 def test_namenode_restart_during_reads_is_waited_out(hadoop_cluster, dataset):
@@ -291,17 +284,18 @@ def test_namenode_restart_during_reads_is_waited_out(hadoop_cluster, dataset):
     if hadoop_cluster.embedded is None:
         pytest.skip("needs the embedded cluster (its NameNode is stopped and started)")
     epochs, outage_s = 8, 20
-    run, proc = _train(hadoop_cluster, dataset, background=True, extra=["--workers", "2", "--epochs", str(epochs)])
+    run, proc = jobs.train(hadoop_cluster, dataset, background=True, extra=["--workers", "2", "--epochs", str(epochs)])
     stopped = restarted = None
     try:
-        _app_id(proc)
-        _wait(lambda: (_state_epoch(run) or 0) >= 1 or proc.poll() is not None, 300, "one epoch")
+        jobs.app_id(proc)
+        jobs.wait(lambda: (jobs.state_epoch(run) or 0) >= 1 or proc.poll() is not None, 300, "one epoch")
         assert proc.poll() is None, proc.communicate()[1][-3000:]
         hadoop_cluster.embedded.stop_namenode()
         stopped = time.time()
         time.sleep(outage_s)
         hadoop_cluster.embedded.start_namenode()
         restarted = time.time()
+        down_s = restarted - stopped
         out, err = proc.communicate(timeout=600)
     finally:
         if stopped is not None and restarted is None:
@@ -309,13 +303,13 @@ def test_namenode_restart_during_reads_is_waited_out(hadoop_cluster, dataset):
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 0, (out + err)[-4000:]
-    events = _events(run)
+    events = jobs.events(run)
     kinds = [e["event"] for e in events]
     assert "am_restarted" not in kinds, kinds
     assert "coordinator_failed" not in kinds and kinds[-1] == "finished", kinds
-    assert [e["examples"] for e in _metrics(run)["epochs"]] == [2400] * epochs
+    assert [e["examples"] for e in jobs.metrics(run)["epochs"]] == [2400] * epochs
     retries = [e for e in events if e["event"] == "hdfs_retry"]
-    print(f"NameNode down {restarted - stopped:.1f} s; {len(retries)} retries: "
+    print(f"NameNode down {down_s:.1f} s; {len(retries)} retries: "
           f"{sorted({e['what'] for e in retries})}")
 
 
@@ -335,7 +329,7 @@ def test_hung_coordinator_is_killed_and_restarted_from_the_checkpoint(hadoop_clu
     run, proc, _, t_stop, out, err, (progress, resumed_at) = _train_and_stop(
         hadoop_cluster, dataset, "coordinator", 2, epochs, hang_timeout, observe=at_stop)
     assert proc.returncode == 0, (out + err)[-4000:]
-    events = _events(run)
+    events = jobs.events(run)
     kinds = [e["event"] for e in events]
     hung = [e for e in events if e["event"] == "coordinator_hung"]
     assert [(e["reason"], e["attempt"]) for e in hung] == [("silent", 1)], hung
@@ -347,7 +341,7 @@ def test_hung_coordinator_is_killed_and_restarted_from_the_checkpoint(hadoop_clu
     assert "coordinator_failed" not in kinds and kinds[-1] == "finished", kinds
     # Steps run again: those between the checkpoint the new coordinator restored and the stop.
     assert 0 <= progress["steps"] - resumed_at <= steps_per_epoch, (progress, resumed_at)
-    assert [e["examples"] for e in _metrics(run)["epochs"]] == [2400] * epochs  # exactly once per epoch
+    assert [e["examples"] for e in jobs.metrics(run)["epochs"]] == [2400] * epochs  # exactly once per epoch
     again = next(e for e in events[kinds.index("coordinator_hung"):] if e["event"] == "first_wave")
     print(f"coordinator stopped -> hung detected {detected_after:.1f} s -> training again "
           f"{again['time'] - t_stop:.1f} s; resumed at step {resumed_at}, {progress['steps']} reported at the stop")
@@ -367,23 +361,21 @@ def test_every_worker_preempted_at_once_the_job_waits_then_trains_on(hadoop_clus
     must take back more than 3.5 GB from `train`, and takes its newest containers, both workers;
     while `urgent` holds its containers, no 3.5 GB replacement fits on either node."""
     import skein
-    from test_train_yarn import _diagnosis, _lost_events
-    from waiting import wait_for
 
     epochs = 16  # ~4 s each: the losses come ~15 s after `urgent` is submitted, then 15 s without a step
     steps_per_epoch = 2400 // 300 * -(-300 // 32)
-    run, proc = _train(hadoop_cluster, dataset, background=True,
-                       extra=["--workers", "2", "--min-workers", "1", "--epochs", str(epochs), "--queue", "train",
-                              "--worker-memory", "3584m", "--ps-memory", "4608m"])
+    run, proc = jobs.train(hadoop_cluster, dataset, background=True,
+                           extra=["--workers", "2", "--min-workers", "1", "--epochs", str(epochs), "--queue", "train",
+                                  "--worker-memory", "3584m", "--ps-memory", "4608m"])
     urgent = None
     try:
-        app_id = _app_id(proc)
-        _wait_epochs(hadoop_cluster, run, proc, 1)
+        app_id = jobs.app_id(proc)
+        jobs.wait_epochs(hadoop_cluster, run, proc, 1)
         with skein.Client() as client:
             kv = client.connect(app_id).kv
-            urgent = _hog(client, "urgent", queue="urgent", instances=3, memory=2048)
-            lost = wait_for(lambda: len(_lost_events(run)) >= 2 and _lost_events(run), 120, "two preempted workers",
-                            interval=1, diagnose=lambda: _diagnosis(hadoop_cluster, run))
+            urgent = hold_containers(client, "urgent", queue="urgent", instances=3, memory=2048)
+            lost = wait_for(lambda: len(jobs.lost_events(run)) >= 2 and jobs.lost_events(run), 120, "two preempted workers",
+                            interval=1, diagnose=lambda: jobs.diagnosis(hadoop_cluster, run))
             time.sleep(3)  # a closure that was finishing as its worker went is accounted
             before = json.loads(kv["progress"].decode())
             time.sleep(12)  # no worker: the job waits
@@ -402,7 +394,7 @@ def test_every_worker_preempted_at_once_the_job_waits_then_trains_on(hadoop_clus
     assert sorted((e["role"], e["slot"], e["preempted"]) for e in lost) == [("worker", 0, True), ("worker", 1, True)]
     assert abs(lost[0]["time"] - lost[1]["time"]) < 10, lost  # at once: before either came back
     assert during["steps"] == before["steps"], (before, during)  # waited without a worker
-    events = _events(run)
+    events = jobs.events(run)
     kinds = [e["event"] for e in events]
     assert all(e.get("exit_status") == -102 for e in events if e["event"] == "container_lost"), events
     ups = [e for e in events if e["event"] == "replacement_up"]
@@ -419,7 +411,7 @@ def test_every_worker_preempted_at_once_the_job_waits_then_trains_on(hadoop_clus
     assert kinds.count("coordinator_started") == 1 + moved and len(undrained) == int(moved), \
         json.dumps(coordinator, indent=1)
     assert "slot_abandoned" not in kinds and kinds[-1] == "finished", kinds
-    metrics = _metrics(run)
+    metrics = jobs.metrics(run)
     assert [e["examples"] for e in metrics["epochs"]] == [2400] * epochs  # exactly once per epoch
     assert metrics["steps"] == epochs * steps_per_epoch  # no step taken twice: nothing redone
     if not moved:

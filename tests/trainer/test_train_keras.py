@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.trainer import trainer_test_models as models
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import trainer_test_models as models  # noqa: E402
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
@@ -41,6 +41,7 @@ def test_regularizer_and_sample_weights_on_yarn(hadoop_cluster, tmp_path):
     import tf_keras
 
     model = tf_keras.models.load_model(str(tmp_path / "model"))
+    assert model is not None
     frozen = model.layers[0].get_weights()[0]
     np.testing.assert_array_equal(frozen, np.eye(4, dtype=np.float32))  # trainable=False: never updated
     reg = models.FROZEN_L2 * float(np.sum(frozen ** 2))  # 4.0

@@ -11,7 +11,9 @@ import socket
 import time
 
 import pytest
-from test_train_yarn import _app_id, _events, _metrics, _state_epoch, _train, _wait, dataset  # noqa: F401
+
+from tests.trainer import jobs
+from tests.trainer.fakes import FakeCoordinator, bring_up, event_kinds, fake_master, manual_clock
 
 
 def _hold(port: int, timeout: float) -> socket.socket:
@@ -38,13 +40,13 @@ def test_replacement_at_a_new_address_joins_by_coordinated_restart(hadoop_cluste
     import skein
 
     epochs = 18
-    run, proc = _train(hadoop_cluster, dataset, background=True, extra=["--workers", "2", "--epochs", str(epochs)])
+    run, proc = jobs.train(hadoop_cluster, dataset, background=True, extra=["--workers", "2", "--epochs", str(epochs)])
     held = None
     try:
-        app_id = _app_id(proc)
-        _wait(lambda: (_state_epoch(run) or 0) >= 2 or proc.poll() is not None, 300, "two epochs")
+        app_id = jobs.app_id(proc)
+        jobs.wait(lambda: (jobs.state_epoch(run) or 0) >= 2 or proc.poll() is not None, 300, "two epochs")
         assert proc.poll() is None, proc.communicate()[1][-3000:]
-        up = next(e for e in _events(run) if e["event"] == "cluster_up")
+        up = next(e for e in jobs.events(run) if e["event"] == "cluster_up")
         old = up["cluster"]["worker"][up["slots"].index(1)]
         with skein.Client() as client:
             app = client.connect(app_id)
@@ -58,7 +60,7 @@ def test_replacement_at_a_new_address_joins_by_coordinated_restart(hadoop_cluste
         if held is not None:
             held.close()
     assert proc.returncode == 0, (out + err)[-4000:]
-    events = _events(run)
+    events = jobs.events(run)
     kinds = [e["event"] for e in events]
     lost = [e for e in events if e["event"] == "container_lost"]
     assert [(e["role"], e["slot"]) for e in lost] == [("worker", 1)], lost
@@ -72,103 +74,13 @@ def test_replacement_at_a_new_address_joins_by_coordinated_restart(hadoop_cluste
     assert restarted and restarted[0]["cluster"]["worker"][up["slots"].index(1)] == new, restarted
     assert kinds.count("coordinator_failed") == 0, kinds
     resumed = next(e for e in events[events.index(restarted[0]):] if e["event"] == "first_wave")
-    assert [e["examples"] for e in _metrics(run)["epochs"]] == [2400] * epochs  # exactly once per epoch
+    assert [e["examples"] for e in jobs.metrics(run)["epochs"]] == [2400] * epochs  # exactly once per epoch
     t = lost[0]["time"]
     print(f"worker lost -> moved {moved[0]['time'] - t:.1f} s -> coordinator restarted "
           f"{restarted[0]['time'] - t:.1f} s -> training resumed with the replacement {resumed['time'] - t:.1f} s")
 
 
-# -- the master's state machine, against a fake Skein client ---------------------------------
-class FakeKV(dict):
-    def get(self, key, default=None):
-        return dict.get(self, key, default)
-
-    def get_prefix(self, prefix):
-        return {k: v for k, v in self.items() if k.startswith(prefix)}
-
-    def discard(self, key):
-        return self.pop(key, None) is not None
-
-
-class FakeContainer:
-    def __init__(self, cid):
-        self.id, self.state, self.yarn_container_id, self.exit_message = cid, "RUNNING", "y-" + cid, "killed"
-        self.service_name = cid.rsplit("_", 1)[0]
-
-
-class FakeApp:
-    def __init__(self):
-        self.kv, self.containers, self.counts = FakeKV(), [], {}
-
-    def add_container(self, service, env=None):
-        n = self.counts[service] = self.counts.get(service, 0) + 1
-        self.containers.append(FakeContainer(f"{service}_{n - 1}"))
-        return self.containers[-1]
-
-    def get_containers(self, services=None, states=None):
-        return [c for c in self.containers if not states or c.state in states]
-
-    def lose(self, cid):
-        next(c for c in self.containers if c.id == cid).state = "KILLED"
-
-    def kill_container(self, cid):
-        self.killed = [*getattr(self, "killed", []), cid]
-        self.lose(cid)
-
-    def serve(self, role, slot, address, up=True):
-        self.kv[f"addr/{role}/{slot}"] = address.encode()
-        if up:
-            self.kv[f"up/{role}/{slot}"] = b'{"cuda_visible_devices": ""}'
-
-
-class FakeCoordinator:
-    pids = iter(range(1000, 10**6))
-
-    def __init__(self, args, **kwargs):
-        self.returncode, self.pid = None, next(FakeCoordinator.pids)
-
-    def poll(self):
-        return self.returncode
-
-    def kill(self):
-        self.returncode = -9
-
-    def wait(self):
-        return self.returncode
-
-
-@pytest.fixture
-def master(tmp_path, monkeypatch):
-    from tfhadoop.connectors import hdfs
-    from tfhadoop.trainer import master as m
-
-    monkeypatch.setattr(m.subprocess, "Popen", FakeCoordinator)
-    monkeypatch.setattr(m.time, "sleep", lambda s: None)
-    monkeypatch.setattr(hdfs, "write_bytes", lambda *a, **k: None)
-    monkeypatch.setattr(hdfs, "append_bytes", lambda *a, **k: None)
-    job = {"checkpoint_dir": "hdfs://nn/c", "ps": 1, "workers": 2, "min_workers": 1, "startup_wait": 0, "queue": "q"}
-    return m.Master(FakeApp(), job, str(tmp_path))
-
-
-def _start(master, workers=(0, 1)):
-    """What Master.run does before its loop, with the containers serving at once."""
-    from tfhadoop.trainer import master as m
-
-    master.spawn_coordinator()
-    for role, slot in master.ports:
-        master.start(role, slot)
-    master.app.serve("ps", 0, "h:1")
-    for s in workers:
-        master.app.serve("worker", s, f"h:{10 + s}")
-    master.publish_cluster(master.wait_addresses(10))
-    master.dispatch(m.Event.CLUSTER_UP)
-    assert master.step() is None
-
-
-def _kinds(master):
-    return [e["event"] for e in master.events.events]
-
-
+# -- the master's state machine, against a fake Skein client (tests.trainer.fakes) ----------------
 def _rescale_file(master):
     from tfhadoop.trainer.coordinator import RESCALE
 
@@ -178,21 +90,21 @@ def _rescale_file(master):
 def test_moved_worker_restarts_the_coordinator_once_its_server_is_up(master):
     from tfhadoop.trainer.coordinator import RESCALE_EXIT
 
-    _start(master)
-    assert _kinds(master) == ["cluster_up", "coordinator_started"]
+    bring_up(master)
+    assert event_kinds(master) == ["cluster_up", "coordinator_started"]
     master.app.lose("worker_1")
     master.step()
     master.app.serve("worker", 1, "h:99", up=False)
     master.step()
-    assert master.cluster["worker"] == ["h:10", "h:99"] and "worker_moved" in _kinds(master)
+    assert master.cluster["worker"] == ["h:10", "h:99"] and "worker_moved" in event_kinds(master)
     assert not _rescale_file(master)  # its server is not up yet
     master.app.serve("worker", 1, "h:99")
     master.step()
-    assert _rescale_file(master) and _kinds(master)[-1] == "rescale_requested"
+    assert _rescale_file(master) and event_kinds(master)[-1] == "rescale_requested"
     master.coordinator.returncode = RESCALE_EXIT
     master.step()
     master.step()
-    assert _kinds(master)[-2:] == ["rescaled", "coordinator_started"]
+    assert event_kinds(master)[-2:] == ["rescaled", "coordinator_started"]
     with open(os.path.join(master.work, "cluster.json")) as f:
         assert json.load(f)["worker"] == ["h:10", "h:99"]
     assert master.coordinator_attempts == 1 and master.ports[("worker", 1)] == 99
@@ -203,7 +115,7 @@ def test_every_worker_lost_and_one_moved_restarts_the_coordinator_at_once(master
     before any closure runs again): restarted now from the latest checkpoint, not asked to exit 75."""
     from tfhadoop.trainer import master as m
 
-    _start(master)
+    bring_up(master)
     first = master.coordinator
     master.app.lose("worker_0")
     master.app.lose("worker_1")
@@ -211,24 +123,24 @@ def test_every_worker_lost_and_one_moved_restarts_the_coordinator_at_once(master
     master.app.serve("worker", 0, "h:10")  # back at its address
     master.app.serve("worker", 1, "h:97")  # elsewhere
     master.step()
-    assert _kinds(master).count("rescaled") == 1 and "rescale_requested" not in _kinds(master)
+    assert event_kinds(master).count("rescaled") == 1 and "rescale_requested" not in event_kinds(master)
     assert [e for e in master.events.events if e["event"] == "rescaled"][0]["drained"] is False
     assert first.returncode is not None and master.coordinator is not first  # killed, a new one spawned
     assert not _rescale_file(master) and master.coordinator_attempts == 1  # planned: not a failure
     master.step()
     assert master.state == m.State.TRAINING and master.given["worker"] == ["h:10", "h:97"]
-    assert _kinds(master).count("coordinator_started") == 2
+    assert event_kinds(master).count("coordinator_started") == 2
 
 
 def test_every_worker_lost_and_back_in_place_with_a_late_one_still_drains(master):
     """Back at its address, the lost worker rejoins TensorFlow's coordinator: it can drain."""
-    _start(master, workers=(0,))
+    bring_up(master, workers=(0,))
     master.app.lose("worker_0")
     master.step()
     master.app.serve("worker", 0, "h:10")
     master.app.serve("worker", 1, "h:51")  # a late worker: the spec changes without a move
     master.step()
-    assert _rescale_file(master) and "rescaled" not in _kinds(master)
+    assert _rescale_file(master) and "rescaled" not in event_kinds(master)
 
 
 def _replace_worker_1(master, address: str) -> None:
@@ -240,21 +152,21 @@ def _replace_worker_1(master, address: str) -> None:
 
 
 def test_one_worker_lost_and_moved_with_a_survivor_still_drains(master):
-    _start(master)
+    bring_up(master)
     _replace_worker_1(master, "h:96")
-    assert _rescale_file(master) and _kinds(master)[-1] == "rescale_requested"
+    assert _rescale_file(master) and event_kinds(master)[-1] == "rescale_requested"
 
 
 def test_same_address_rejoins_without_restart(master):
-    _start(master)
+    bring_up(master)
     _replace_worker_1(master, "h:11")
     master.step()
-    assert "worker_moved" not in _kinds(master) and _kinds(master).count("coordinator_started") == 1
-    assert "replacement_up" in _kinds(master) and not _rescale_file(master)
+    assert "worker_moved" not in event_kinds(master) and event_kinds(master).count("coordinator_started") == 1
+    assert "replacement_up" in event_kinds(master) and not _rescale_file(master)
 
 
 def test_move_during_a_ps_loss_restart_is_folded_into_it(master):
-    _start(master)
+    bring_up(master)
     master.app.lose("ps_0")
     master.step()
     master.app.lose("worker_1")
@@ -265,17 +177,17 @@ def test_move_during_a_ps_loss_restart_is_folded_into_it(master):
     master.app.serve("ps", 0, "h:1")
     master.step()
     master.step()
-    assert _kinds(master)[-1] == "coordinator_started" and master.given["worker"] == ["h:10", "h:98"]
+    assert event_kinds(master)[-1] == "coordinator_started" and master.given["worker"] == ["h:10", "h:98"]  # pyright: ignore[reportOptionalSubscript] - step() set given; the checker keeps the narrowing of the assert above across method calls
     assert not _rescale_file(master)  # it got the new spec: no second restart
 
 
 def test_scale_up_and_moves_while_a_rescale_is_pending_end_in_one_restart(master):
     from tfhadoop.trainer.coordinator import RESCALE_EXIT
 
-    _start(master, workers=(0,))
+    bring_up(master, workers=(0,))
     master.app.serve("worker", 1, "h:51")  # a late worker: scale-up, worker 0 trains on meanwhile
     master.step()
-    assert master.cluster["worker"] == ["h:10", "h:51"] and _kinds(master).count("rescale_requested") == 1
+    assert master.cluster["worker"] == ["h:10", "h:51"] and event_kinds(master).count("rescale_requested") == 1
     # slot 0, preempted (so replaced at once, no backoff) before the coordinator exits
     next(c for c in master.app.containers if c.id == "worker_0").exit_message = "Container preempted by scheduler"
     master.app.lose("worker_0")
@@ -286,13 +198,13 @@ def test_scale_up_and_moves_while_a_rescale_is_pending_end_in_one_restart(master
     master.step()
     master.step()
     master.step()
-    assert master.given["worker"] == ["h:60", "h:51"] and _kinds(master).count("rescale_requested") == 1
+    assert master.given["worker"] == ["h:60", "h:51"] and event_kinds(master).count("rescale_requested") == 1
 
 
 def test_failing_slot_backs_off_and_preemptions_do_not_count(master):
     now = [0.0]
     master.clock = lambda: now[0]
-    _start(master)
+    bring_up(master)
     started = len(master.app.containers)
     master.app.lose("worker_1")  # first failure: replaced at once
     master.step()
@@ -312,12 +224,6 @@ def test_failing_slot_backs_off_and_preemptions_do_not_count(master):
     assert [e["preempted"] for e in lost] == [False, False, True]
 
 
-def _clock(master):
-    now = [0.0]
-    master.clock = lambda: now[0]
-    return now
-
-
 def _lose_ps(master, outcome=None):
     """Lose the live PS container (not a preemption) and run one round of the loop."""
     master.app.lose(master.live[("ps", 0)])
@@ -326,27 +232,27 @@ def _lose_ps(master, outcome=None):
 
 def test_second_ps_loss_during_its_backoff_restarts_the_coordinator_not_the_job(master):
     """Issue 12: the coordinator killed for the second PS loss is not a coordinator failure."""
-    now = _clock(master)
-    _start(master)
+    now = manual_clock(master)
+    bring_up(master)
     _lose_ps(master)  # first loss: replaced at once, a new coordinator waits for it
     _lose_ps(master)  # its replacement is lost too: 2 s of backoff, the coordinator is stopped
-    assert master.events.events[-1]["delay_s"] == 2 and "coordinator_failed" not in _kinds(master)
+    assert master.events.events[-1]["delay_s"] == 2 and "coordinator_failed" not in event_kinds(master)
     assert master.step() is None and master.given is None  # still waiting out the backoff
     now[0] = 2.5
     assert master.step() is None  # the replacement PS starts, and with it the next coordinator
     master.app.serve("ps", 0, "h:1")
     assert master.step() is None
-    assert _kinds(master)[-1] == "coordinator_started" and master.coordinator.poll() is None
-    assert "coordinator_failed" not in _kinds(master) and master.given == master.cluster
+    assert event_kinds(master)[-1] == "coordinator_started" and master.coordinator.poll() is None
+    assert "coordinator_failed" not in event_kinds(master) and master.given == master.cluster
 
 
 def test_ps_restart_limit_is_the_job_specs_default(master):
     """max_ps_restarts comes from JobSpec (one source of defaults): the loss after it fails the job."""
     from tfhadoop.trainer.job import JobSpec
 
-    now = _clock(master)
+    now = manual_clock(master)
     limit = JobSpec.__dataclass_fields__["max_ps_restarts"].default
-    _start(master)
+    bring_up(master)
     for _ in range(limit):
         _lose_ps(master)
         now[0] += 60  # past any backoff: the replacement starts
@@ -358,18 +264,9 @@ def test_ps_losses_do_not_consume_the_coordinator_restart_budget(tmp_path, monke
     """Issue 12: coordinators the master stopped for lost PSs are not coordinator failures; with more
     PS losses (within max_ps_restarts) than max_coordinator_restarts, a coordinator failure after
     them is still restarted and the job keeps running."""
-    from tfhadoop.connectors import hdfs
-    from tfhadoop.trainer import master as m
-
-    monkeypatch.setattr(m.subprocess, "Popen", FakeCoordinator)
-    monkeypatch.setattr(m.time, "sleep", lambda s: None)
-    monkeypatch.setattr(hdfs, "write_bytes", lambda *a, **k: None)
-    monkeypatch.setattr(hdfs, "append_bytes", lambda *a, **k: None)
-    job = {"checkpoint_dir": "hdfs://nn/c", "ps": 1, "workers": 2, "min_workers": 1, "startup_wait": 0, "queue": "q",
-           "max_ps_restarts": 5, "max_coordinator_restarts": 1}
-    master = m.Master(FakeApp(), job, str(tmp_path))
-    now = _clock(master)
-    _start(master)
+    master = fake_master(tmp_path, monkeypatch, max_ps_restarts=5, max_coordinator_restarts=1)
+    now = manual_clock(master)
+    bring_up(master)
     for _ in range(3):  # three PS losses, more than max_coordinator_restarts
         _lose_ps(master)
         now[0] += 60  # past any backoff: the replacement starts, and with it the next coordinator
@@ -378,6 +275,9 @@ def test_ps_losses_do_not_consume_the_coordinator_restart_budget(tmp_path, monke
         assert master.step() is None and master.given == master.cluster
     with open(os.path.join(master.work, "error.json"), "w") as f:
         json.dump({"type": "UnavailableError", "message": "worker unreachable"}, f)
-    master.coordinator.returncode = 1  # the coordinator's own first failure: a cluster error
+    failing = master.coordinator
+    assert isinstance(failing, FakeCoordinator)
+    failing.returncode = 1  # the coordinator's own first failure: a cluster error
     assert master.step() is None, "the job must keep running"
-    assert _kinds(master)[-1] == "coordinator_failed" and master.coordinator.poll() is None
+    restarted = master.coordinator
+    assert event_kinds(master)[-1] == "coordinator_failed" and restarted is not None and restarted.poll() is None

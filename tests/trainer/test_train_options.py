@@ -8,7 +8,8 @@ import tarfile
 import uuid
 
 import pytest
-from test_train_yarn import _events, _metrics, _train, dataset  # noqa: F401 - the module-scoped dataset fixture
+
+from tests.trainer import jobs
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
@@ -36,17 +37,17 @@ def test_step_budget_checkpoint_steps_packed_env_and_role_logs(hadoop_cluster, d
 
     # Tasks of 300 records at batch 32 are 10 steps: 47 steps = 4 whole tasks + 7 batches of the
     # 5th; checkpoints every 20 steps with waves of 1 task: at steps 20 and 40, and at the end.
-    run, proc = _train(hadoop_cluster, dataset, extra=[
+    run, proc = jobs.train(hadoop_cluster, dataset, extra=[
         "--workers", "1", "--steps", "47", "--checkpoint-tasks", "1", "--checkpoint-steps", "20",
         "--checkpoint-secs", "3600", "--python-archive", packed_env(tmp_path, hadoop_cluster)])
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
-    metrics = _metrics(run)
+    metrics = jobs.metrics(run)
     assert metrics["steps"] == 47
     assert [e["examples"] for e in metrics["epochs"]] == [4 * 300 + 7 * 32]
     names = hdfs.list_names(f"{run}/ckpt")
     assert "latest" in names
     assert sum(n.startswith("ckpt-") for n in names) == 2, names  # three saves: latest + two before it
-    assert _events(run)[-1]["status"] == "SUCCEEDED"
+    assert jobs.events(run)[-1]["status"] == "SUCCEEDED"
 
     app_id = next(line.split()[1] for line in proc.stdout.splitlines() if line.startswith("application "))
     url = next(line.split()[2] for line in proc.stdout.splitlines() if line.startswith("tracking URL"))

@@ -9,13 +9,10 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from test_train_yarn import (
-    _events,
-    _metrics,
-    _train,
-    preempt_a_worker,
-    start_preemptible_job,
-)
+
+from tests.trainer import jobs
+from tests.trainer import trainer_test_models as models
+from tests.trainer.preemption import preempt_a_worker, start_preemptible_job
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
@@ -24,8 +21,6 @@ RECORDS = (12000, 12000, 12000, 12000)  # per epoch 48 000: workers busy most of
 
 @pytest.fixture(scope="module")
 def busy_dataset(hadoop_cluster):
-    import trainer_test_models as models
-
     url = hadoop_cluster.hdfs_url(f"/tmp/trainer-tests/ds-busy-{uuid.uuid4().hex[:8]}")
     models.write_dataset(url, train_shards=RECORDS, compression="none", index_interval=2048)
     return url
@@ -33,7 +28,7 @@ def busy_dataset(hadoop_cluster):
 
 def _run(hadoop_cluster, dataset, epochs: int, warnings: bool, checkpoint_secs: int):
     def train(cluster, data, background, extra):  # bigger tasks than the fault tests' (the last flag wins)
-        return _train(cluster, data, background=background, extra=[*extra, "--task-records", "2000"])
+        return jobs.train(cluster, data, background=background, extra=[*extra, "--task-records", "2000"])
 
     extra = ["--checkpoint-secs", str(checkpoint_secs)] + ([] if warnings else ["--no-preemption-warnings"])
     run, proc = start_preemptible_job(hadoop_cluster, dataset, epochs, train=train, extra=extra)
@@ -50,7 +45,7 @@ def test_a_warned_worker_gets_no_new_work_before_yarn_takes_it(hadoop_cluster, b
     once (a checkpoint with every worker there rather than while the kill's closure re-runs)."""
     epochs = 14
     run = _run(hadoop_cluster, busy_dataset, epochs, warnings, checkpoint_secs)
-    metrics, events = _metrics(run), _events(run)
+    metrics, events = jobs.metrics(run), jobs.events(run)
     kinds = [e["event"] for e in events]
     assert [e["examples"] for e in metrics["epochs"]] == [sum(RECORDS)] * epochs  # exactly once per epoch
     assert kinds[-1] == "finished" and kinds.count("coordinator_started") == 1, kinds  # no restart

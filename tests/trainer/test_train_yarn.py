@@ -2,43 +2,21 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
 import uuid
 from pathlib import Path
 
-import numpy as np
 import pytest
-from waiting import wait_for
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import trainer_test_models as models  # noqa: E402
+from tests.trainer import jobs
+from tests.trainer import trainer_test_models as models
+from tests.trainer.preemption import hold_containers, preempt_a_worker, start_preemptible_job
+
+ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
-
-
-@pytest.fixture(scope="module")
-def dataset(hadoop_cluster):
-    url = hadoop_cluster.hdfs_url(f"/tmp/trainer-tests/ds-{uuid.uuid4().hex[:8]}")
-    # Uncompressed with an index entry every 2 kB (~14 per shard): tasks start at byte offsets
-    # read from hdfs:// (the gzip path: test_unsplit_dataset_status_follow_kill_and_jobs).
-    models.write_dataset(url, compression="none", index_interval=2048)
-    return url
-
-
-def _train(hadoop_cluster, dataset, model="trainer_test_models:linear", extra=(), timeout=600, background=False):
-    run = hadoop_cluster.hdfs_url(f"/tmp/trainer-tests/run-{uuid.uuid4().hex[:8]}")
-    cmd = [sys.executable, "-m", "tfhadoop", "train", "--model", model, "--python-path", str(HERE),
-           "--data", dataset, "--label", "y", "--ps", "1", "--task-records", "300", "--batch-size", "32",
-           "--worker-memory", "1g", "--ps-memory", "1g", "--checkpoint-dir", f"{run}/ckpt",
-           "--export-dir", f"{run}/model", *extra]
-    if background:
-        return run, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    return run, proc
 
 
 def tensorboard_scalars(url, local) -> dict:
@@ -57,44 +35,8 @@ def tensorboard_scalars(url, local) -> dict:
     return out
 
 
-def _events(run):
-    from tfhadoop.connectors import hdfs
-
-    return [json.loads(line) for line in hdfs.read_bytes(f"{run}/ckpt/events.jsonl").decode().splitlines()]
-
-
-def _samples(run):
-    from tfhadoop.connectors import hdfs
-
-    try:
-        return hdfs.read_bytes(f"{run}/ckpt/progress.jsonl").decode().splitlines()
-    except FileNotFoundError:
-        return []
-
-
-def _metrics(run):
-    from tfhadoop.connectors import hdfs
-
-    return json.loads(hdfs.read_bytes(f"{run}/ckpt/metrics.json"))
-
-
-def exported_model_mse(run, tmp_path) -> tuple[float, float]:
-    """(the SavedModel's mean squared error on the eval shard's examples, that of a constant
-    predictor): the job's export under ``{run}/model``, downloaded and loaded as a user would."""
-    from tfhadoop.connectors import hdfs
-
-    hdfs.download_dir(f"{run}/model", str(tmp_path / "model"))
-    os.environ["TF_USE_LEGACY_KERAS"] = "1"
-    import tf_keras
-
-    model = tf_keras.models.load_model(str(tmp_path / "model"))
-    x, y = models.make_examples(400, seed=4)  # the eval shard
-    mse = float(np.mean((model.predict(x, verbose=0)[:, 0] - y) ** 2))
-    return mse, float(np.mean((y - y.mean()) ** 2))
-
-
 def test_two_workers_one_ps_train_export_and_predict(hadoop_cluster, dataset, tmp_path):
-    run, proc = _train(hadoop_cluster, dataset, extra=["--workers", "2", "--epochs", "2", "--worker-gpus", "1"])
+    run, proc = jobs.train(hadoop_cluster, dataset, extra=["--workers", "2", "--epochs", "2", "--worker-gpus", "1"])
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-4000:]
     assert "application application_" in proc.stdout and "tracking URL" in proc.stdout
@@ -104,14 +46,14 @@ def test_two_workers_one_ps_train_export_and_predict(hadoop_cluster, dataset, tm
     assert len(proc.stdout.splitlines()) <= 30, proc.stdout
     assert not proc.stderr.strip(), proc.stderr[-3000:]
     assert "client log: " in proc.stdout
-    metrics = _metrics(run)
+    metrics = jobs.metrics(run)
     assert [e["examples"] for e in metrics["epochs"]] == [2400, 2400]
     # where each epoch's wall time went besides training (the coordinator's own account)
     timing = metrics["epoch_timing"]
     assert [t["epoch"] for t in timing] == [0, 1], timing
     for t in timing:
         assert 0 < t["end_checkpoint_s"] < t["seconds"] and 0 <= t["tail_s"] < t["seconds"], timing
-    mse, constant = exported_model_mse(run, tmp_path)
+    mse, constant = jobs.exported_model_mse(run, tmp_path)
     assert mse < 0.05 * constant, (mse, constant)
     assert metrics["eval"]["loss"] < 0.05 * constant
     assert metrics["eval"]["mae"] < metrics["eval"]["loss"] ** 0.5 * 1.5  # the compiled metric, on the eval split
@@ -121,137 +63,24 @@ def test_two_workers_one_ps_train_export_and_predict(hadoop_cluster, dataset, tm
     losses = scalars["train"]["loss"]
     assert len(losses) >= 2 and losses[-1][1] < losses[0][1], losses
     assert scalars["eval"]["mae"][0][0] == losses[-1][0] == metrics["steps"]
-    events = [e["event"] for e in _events(run)]
+    events = [e["event"] for e in jobs.events(run)]
     assert events[:2] == ["cluster_up", "coordinator_started"] and events[-1] == "finished"
     # Each worker got one yarn.io/gpu; without a GPU plugin YARN sets no device list, so the role
     # exposes the first N devices.
-    up = _events(run)[0]
+    up = jobs.events(run)[0]
     assert up["cuda_visible_devices"] == {"0": "0", "1": "0"}
 
 
 def test_model_function_that_raises_fails_fast(hadoop_cluster, dataset):
     t0 = time.monotonic()
     # --no-validate: the submit-time model check would catch this model before YARN does.
-    run, proc = _train(hadoop_cluster, dataset, model="trainer_test_models:broken", extra=["--workers", "1", "--no-validate"])
+    run, proc = jobs.train(hadoop_cluster, dataset, model="trainer_test_models:broken", extra=["--workers", "1", "--no-validate"])
     assert proc.returncode == 1
     assert "training FAILED" in proc.stderr and "model bug: this model function always raises" in proc.stderr
-    events = _events(run)
+    events = jobs.events(run)
     assert sum(e["event"] == "coordinator_started" for e in events) == 1  # no restart loop
     assert events[-1]["status"] == "FAILED"
     assert time.monotonic() - t0 < 300
-
-
-def _wait(predicate, timeout, what, diagnose=None):
-    return wait_for(predicate, timeout, what, interval=1, diagnose=diagnose)
-
-
-def _cluster_idle(conf) -> bool:
-    """No container of an earlier test still holds memory on a RUNNING NodeManager (a test that
-    sizes its containers to the cluster must not start while another's are still going away)."""
-    from tfhadoop.yarn.embedded import cluster_health
-
-    nodes = [n for n in cluster_health(conf).get("nodes", []) if n["state"] == "RUNNING"]
-    return bool(nodes) and all(n["used_memory_mb"] == 0 for n in nodes)
-
-
-def _diagnosis(hadoop_cluster, run) -> str:
-    """What a timed-out wait reports: the job's events, the cluster's live applications and their
-    containers, and the tail of every container log of the embedded cluster's NodeManagers."""
-    import skein
-
-    parts = []
-    try:
-        parts.append("events:\n" + "\n".join(json.dumps(e) for e in _events(run)))
-    except Exception as e:  # noqa: BLE001 - not written yet is itself the answer
-        parts.append(f"events: {e!r}")
-    with skein.Client() as client:
-        for app in client.get_applications(states=["SUBMITTED", "ACCEPTED", "RUNNING"]):
-            parts.append(f"application {app.id} {app.name} {app.state} queue={app.queue} "
-                         f"usage={app.usage}")
-    if hadoop_cluster.state_dir is not None:
-        logs = sorted((p for p in hadoop_cluster.state_dir.glob("target/**/container_*/*") if p.is_file()),
-                      key=lambda p: p.stat().st_mtime)[-12:]
-        for f in logs:
-            parts.append(f"--- {f.parent.parent.name}/{f.parent.name}/{f.name}\n"
-                         + f.read_text(errors="replace")[-2500:])
-    return "\n".join(parts)
-
-
-def _wait_epochs(hadoop_cluster, run, proc, epochs: int, timeout: float = 300):
-    """Wait until the job has checkpointed ``epochs`` epochs (or ended), saying why if it does not."""
-    wait_for(lambda: (_state_epoch(run) or 0) >= epochs or proc.poll() is not None, timeout,
-             f"{epochs} epochs", interval=1, diagnose=lambda: _diagnosis(hadoop_cluster, run))
-    assert proc.poll() is None, proc.communicate()[1][-3000:]
-
-
-def _state_epoch(run):
-    from tfhadoop.connectors import hdfs
-
-    try:
-        return json.loads(hdfs.read_bytes(f"{run}/ckpt/latest/state.json"))["epoch"]
-    except Exception:  # noqa: BLE001 - not written yet
-        return None
-
-
-def _lost_events(run):
-    try:
-        return [e for e in _events(run) if e["event"] == "container_lost"]
-    except Exception:  # noqa: BLE001 - not written yet
-        return []
-
-
-def _hog(client, name: str, queue: str, instances: int, memory: int, gpus: int = 0):
-    """A YARN application that holds ``instances`` containers of ``memory`` MiB (and ``gpus``
-    yarn.io/gpu each) in ``queue`` (sleeping) until shut down: to take resources from the trainer
-    or leave it too few."""
-    import skein
-
-    return client.submit_and_connect(skein.ApplicationSpec(
-        name=name, queue=queue, max_attempts=1,
-        master=skein.Master(resources=skein.Resources(memory=256, vcores=1)),
-        services={"task": skein.Service(instances=instances,
-                                        resources=skein.Resources(memory=memory, vcores=1, gpus=gpus),
-                                        script="sleep 600")}))
-
-
-def start_preemptible_job(hadoop_cluster, dataset, epochs: int, train=None, extra=()):
-    """Start (in the background) the job `preempt_a_worker` drives: 2 x 5 GB workers in `train`
-    with --min-workers 1, once no container of an earlier test is left, since the sizes are
-    chosen so that `urgent` must take exactly one worker. ``train`` starts it (the PS mode's
-    `_train` unless given) with ``extra`` options."""
-    _wait(lambda: _cluster_idle(hadoop_cluster.conf), 120, "the cluster's containers of earlier tests to end")
-    return (train or _train)(hadoop_cluster, dataset, background=True,
-                             extra=["--workers", "2", "--min-workers", "1", "--epochs", str(epochs), "--queue", "train",
-                                    "--worker-memory", "5g", *extra])
-
-
-def preempt_a_worker(hadoop_cluster, run, proc, alone_timeout: float = 180) -> None:
-    """Drive a job of 2 x 5 GB workers in `train` (with --min-workers 1) through a preemption: after
-    two epochs `urgent` asks for 3 x 2 GB and the preemption monitor takes back the newest
-    container of `train`, a worker; the job must train two more epochs with the other worker while
-    the replacement waits, then gets the resources back and must end with exit status 0."""
-    import skein
-
-    urgent = None
-    diagnose = lambda: _diagnosis(hadoop_cluster, run)  # noqa: E731
-    try:
-        _wait_epochs(hadoop_cluster, run, proc, 2)
-        with skein.Client() as client:
-            urgent = _hog(client, "urgent", queue="urgent", instances=3, memory=2048)
-            lost = _wait(lambda: _lost_events(run), 120, "a preempted container", diagnose)
-            assert lost[0]["role"] == "worker" and lost[0]["diagnostics"] == "Container preempted by scheduler", lost
-            epoch_at_loss = _state_epoch(run)
-            _wait(lambda: (_state_epoch(run) or 0) >= epoch_at_loss + 2, alone_timeout, "training on with one worker",
-                  diagnose)
-            urgent.shutdown()
-            urgent = None
-        out, err = proc.communicate(timeout=900)
-    finally:
-        if urgent is not None:
-            urgent.shutdown()
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 0, (out + err)[-4000:]
 
 
 def test_preempted_worker_is_replaced_and_rejoins_without_restart(hadoop_cluster, dataset):
@@ -259,9 +88,9 @@ def test_preempted_worker_is_replaced_and_rejoins_without_restart(hadoop_cluster
     epochs = 60
     run, proc = start_preemptible_job(hadoop_cluster, dataset, epochs)
     preempt_a_worker(hadoop_cluster, run, proc)
-    metrics = _metrics(run)
+    metrics = jobs.metrics(run)
     assert [e["examples"] for e in metrics["epochs"]] == [2400] * epochs  # exactly once per epoch
-    events = _events(run)
+    events = jobs.events(run)
     kinds = [e["event"] for e in events]
     assert kinds.count("coordinator_started") == 1  # no restart
     lost = [e for e in events if e["event"] == "container_lost"]
@@ -273,22 +102,15 @@ def test_preempted_worker_is_replaced_and_rejoins_without_restart(hadoop_cluster
     print("worker lost -> rejoined:", round(rejoins[0]["time"] - lost[0]["time"], 1), "s")
 
 
-def _app_id(proc) -> str:
-    for line in proc.stdout:
-        if line.startswith("application "):
-            return line.split()[1]
-    raise AssertionError("tfhadoop train printed no application id: " + proc.stderr.read()[-3000:])
-
-
 def test_killed_parameter_server_resumes_from_checkpoint(hadoop_cluster, dataset):
     import skein
 
     epochs = 12
-    run, proc = _train(hadoop_cluster, dataset, background=True,
-                       extra=["--workers", "2", "--epochs", str(epochs)])
+    run, proc = jobs.train(hadoop_cluster, dataset, background=True,
+                           extra=["--workers", "2", "--epochs", str(epochs)])
     try:
-        app_id = _app_id(proc)
-        _wait_epochs(hadoop_cluster, run, proc, 2)
+        app_id = jobs.app_id(proc)
+        jobs.wait_epochs(hadoop_cluster, run, proc, 2)
         with skein.Client() as client:
             app = client.connect(app_id)
             ps = [c for c in app.get_containers(services=["ps"]) if str(c.state) == "RUNNING"]
@@ -299,12 +121,12 @@ def test_killed_parameter_server_resumes_from_checkpoint(hadoop_cluster, dataset
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 0, (out + err)[-4000:]
-    events = _events(run)
+    events = jobs.events(run)
     kinds = [e["event"] for e in events]
     lost = [e for e in events if e["event"] == "container_lost"]
     assert [e["role"] for e in lost] == ["ps"], lost
     assert "replacement_up" in kinds and kinds.count("coordinator_started") >= 2
-    assert [e["examples"] for e in _metrics(run)["epochs"]] == [2400] * epochs
+    assert [e["examples"] for e in jobs.metrics(run)["epochs"]] == [2400] * epochs
     restarted = [e for e in events if e["event"] == "coordinator_started"][-1]
     print("PS lost -> coordinator restarted:", round(restarted["time"] - lost[0]["time"], 1), "s")
 
@@ -320,14 +142,14 @@ def test_starts_with_min_workers_then_scales_up(hadoop_cluster, dataset):
     # the master and the PS, so no 3 GB worker fit anywhere: a placement-dependent timeout.
     epochs = 30
     with skein.Client() as client:
-        filler = _hog(client, "filler", queue="default", instances=3, memory=512, gpus=1)
+        filler = held = hold_containers(client, "filler", queue="default", instances=3, memory=512, gpus=1)
     try:
-        _wait(lambda: len(filler.get_containers(states=["RUNNING"])) == 3, 120, "the filler's containers")
-        run, proc = _train(hadoop_cluster, dataset, background=True,
-                           extra=["--workers", "2", "--min-workers", "1", "--worker-gpus", "1",
-                                  "--startup-wait", "20", "--epochs", str(epochs)])
+        jobs.wait(lambda: len(held.get_containers(states=["RUNNING"])) == 3, 120, "the filler's containers")
+        run, proc = jobs.train(hadoop_cluster, dataset, background=True,
+                               extra=["--workers", "2", "--min-workers", "1", "--worker-gpus", "1",
+                                      "--startup-wait", "20", "--epochs", str(epochs)])
         try:
-            _wait_epochs(hadoop_cluster, run, proc, 2)
+            jobs.wait_epochs(hadoop_cluster, run, proc, 2)
             filler.shutdown()
             filler = None
             out, err = proc.communicate(timeout=900)
@@ -338,18 +160,18 @@ def test_starts_with_min_workers_then_scales_up(hadoop_cluster, dataset):
         if filler is not None:
             filler.shutdown()
     assert proc.returncode == 0, (out + err)[-4000:]
-    events = _events(run)
+    events = jobs.events(run)
     up = next(e for e in events if e["event"] == "cluster_up")
     assert up["workers"] == 1
     rescaled = [e for e in events if e["event"] == "rescaled"]
     assert rescaled and rescaled[0]["workers"] == 2, [e["event"] for e in events]
-    assert [e["examples"] for e in _metrics(run)["epochs"]] == [2400] * epochs
+    assert [e["examples"] for e in jobs.metrics(run)["epochs"]] == [2400] * epochs
 
 
 def chromium(url: str, tmp_path, name: str) -> str:
     """Load ``url`` in headless Chromium (the Debian package, installed by tools/ensure-chromium if
     missing): returns the DOM and saves a screenshot as ``<tmp_path>/<name>.png``."""
-    browser = subprocess.run([str(HERE.parents[1] / "tools" / "ensure-chromium")], capture_output=True, text=True,
+    browser = subprocess.run([str(ROOT / "tools" / "ensure-chromium")], capture_output=True, text=True,
                              timeout=600)
     assert browser.returncode == 0, browser.stderr[-2000:]
     flags = [browser.stdout.strip().splitlines()[-1], "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
@@ -361,7 +183,7 @@ def chromium(url: str, tmp_path, name: str) -> str:
     subprocess.run([*flags, f"--user-data-dir={tmp_path / (name + '-profile-shot')}", f"--screenshot={shot}", url],
                    capture_output=True, text=True, timeout=120)
     assert shot.exists() and shot.stat().st_size > 10_000, f"no screenshot of {url}"
-    kept = HERE.parents[1] / "build" / "test-artifacts" / shot.name  # outlives pytest's tmp dirs
+    kept = ROOT / "build" / "test-artifacts" / shot.name  # outlives pytest's tmp dirs
     kept.parent.mkdir(parents=True, exist_ok=True)
     kept.write_bytes(shot.read_bytes())
     print(f"screenshot of {url}: {kept}")
@@ -376,12 +198,12 @@ def test_unsplit_dataset_status_follow_kill_and_jobs(hadoop_cluster, tmp_path):
 
     path = f"/tmp/trainer-tests/unsplit-{uuid.uuid4().hex[:8]}"
     models.write_dataset(hadoop_cluster.hdfs_url(path), split=False)
-    run, proc = _train(hadoop_cluster, f"hdfs://{path}", extra=["--workers", "1", "--epochs", "50", "--detach"])
+    run, proc = jobs.train(hadoop_cluster, f"hdfs://{path}", extra=["--workers", "1", "--epochs", "50", "--detach"])
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "has no splits: training on all 2400 records, no eval split" in proc.stdout, proc.stdout
     app_id = next(line.split()[1] for line in proc.stdout.splitlines() if line.startswith("application "))
     tfh = [sys.executable, "-m", "tfhadoop"]
-    _wait(lambda: (_state_epoch(run) or 0) >= 1, 300, "one epoch")
+    jobs.wait(lambda: (jobs.state_epoch(run) or 0) >= 1, 300, "one epoch")
     state = json.loads(hdfs.read_bytes(f"{run}/ckpt/latest/state.json"))
     assert state["history"][0]["examples"] == 2400  # every record of the unsplit dataset
     status = subprocess.run([*tfh, "status", app_id], capture_output=True, text=True, timeout=120)
@@ -391,12 +213,12 @@ def test_unsplit_dataset_status_follow_kill_and_jobs(hadoop_cluster, tmp_path):
     # The live job page, through the ResourceManager's proxy, in a real browser.
     page = next(line.split()[2] for line in status.stdout.splitlines() if line.startswith("job page "))
     assert "/proxy/" + app_id in page, page
-    _wait(lambda: len(_samples(run)) >= 2, 120, "two progress samples")
+    jobs.wait(lambda: len(jobs.samples(run)) >= 2, 120, "two progress samples")
     dom = chromium(page, tmp_path, "live-job-page")
     assert app_id in dom and "RUNNING" in dom and "cluster_up" in dom, dom[-3000:]
     assert 'class="loss"' in dom and 'class="workers_alive"' in dom and "<polyline" in dom, dom[-3000:]
-    jobs = subprocess.run([*tfh, "jobs"], capture_output=True, text=True, timeout=120)
-    assert any(line.startswith(app_id) and "RUNNING" in line for line in jobs.stdout.splitlines()), jobs.stdout
+    listed = subprocess.run([*tfh, "jobs"], capture_output=True, text=True, timeout=120)
+    assert any(line.startswith(app_id) and "RUNNING" in line for line in listed.stdout.splitlines()), listed.stdout
     killed = subprocess.run([*tfh, "kill", app_id], capture_output=True, text=True, timeout=120)
     assert killed.returncode == 0 and f"killed {app_id}" in killed.stdout
     again = subprocess.run([*tfh, "kill", app_id], capture_output=True, text=True, timeout=120)

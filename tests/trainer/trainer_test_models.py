@@ -57,7 +57,7 @@ def write_dataset(url: str, train_shards=(600, 600, 600, 600), eval_records=400,
     files = []
     shards = [(n, "train" if split else None) for n in train_shards] + \
         ([(eval_records, "eval")] if eval_records and split else [])
-    for i, (n, split) in enumerate(shards):
+    for i, (n, split_name) in enumerate(shards):
         name = f"part-{i:05d}-of-{n_files:05d}{ext}"
         x, y = make_examples(n, seed=i)
         w = example_weights(n, seed=i)
@@ -65,7 +65,8 @@ def write_dataset(url: str, train_shards=(600, 600, 600, 600), eval_records=400,
                       (encode_example({"x": [float(v) for v in xi], "y": [float(yi)],
                                        **({"w": [float(wi)]} if weights else {})}) for xi, yi, wi in zip(x, y, w)),
                       compression=comp, index_interval=index_interval)
-        files.append({"path": name, "records": n, "bytes": os.path.getsize(os.path.join(local, name)), "split": split})
+        files.append({"path": name, "records": n, "bytes": os.path.getsize(os.path.join(local, name)),
+                      "split": split_name})
     splits = {}
     for f in files:
         s = splits.setdefault(f["split"] or "all", {"records": 0, "files": []})

@@ -93,7 +93,7 @@ def test_crashed_cluster_recovers_with_its_hdfs_data(tmp_path):
         assert again["fs_default"] == info["fs_default"]  # same NameNode port: stored URLs stay valid
         conf = HadoopConf.load(cluster.conf_dir)
         with InsecureClient(conf.webhdfs_url, user="root").read("/keep/me.txt") as reader:
-            assert reader.read() == b"survives a crash"
+            assert reader.read() == b"survives a crash"  # pyright: ignore[reportAttributeAccessIssue] - hdfs's read() yields a generator only when given chunk_size or delimiter: a file object here
     finally:
         pid = cluster.pid()
         assert cluster.down()

@@ -255,7 +255,10 @@ def test_ip_named_delegation_token_is_found_by_python_and_the_tf_plugin(secure_c
     conf = cluster.conf_dir
     assert "<name>hadoop.security.token.service.use_ip</name><value>true</value>" in \
         (conf / "core-site.xml").read_text()
-    java, tools = re.search(r"dfs\) exec '([^']*)' \$LOG -cp '[^:']*:([^']*)'", (cluster.bin_dir / "hdfs").read_text()).groups()
+    launcher = (cluster.bin_dir / "hdfs").read_text()
+    found = re.search(r"dfs\) exec '([^']*)' \$LOG -cp '[^:']*:([^']*)'", launcher)
+    assert found, launcher
+    java, tools = found.groups()
     env = _env(cluster, info, tmp_path / "cc")
     _kinit(env, info["principal"], info["keytab"])
     user = info["principal"].split("@")[0]
@@ -282,9 +285,7 @@ def test_ip_named_delegation_token_is_found_by_python_and_the_tf_plugin(secure_c
 
 TRAINER_TESTS = ROOT / "tests" / "trainer"
 HIVE_TABLE = """
-import sys
-sys.path.insert(0, {models!r})
-import trainer_test_models as m
+from tests.trainer import trainer_test_models as m
 from tfhadoop.spark.session import hive_session
 spark = hive_session("secure-hive-table")
 x, y = m.make_examples(3000, seed=0)
@@ -293,6 +294,11 @@ spark.createDataFrame(rows, "x array<float>, y float").write.mode("overwrite").s
 print(spark.table("secure_points").count())
 spark.stop()
 """
+
+
+def _importing_tests(env: dict) -> dict:
+    """``env`` for a child script that imports test helpers by package (``tests.trainer...``)."""
+    return {**env, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))}
 
 
 def _py(env, script, *args, timeout=300):
@@ -311,7 +317,7 @@ def exported_dataset(secure_cluster, tmp_path_factory):
     cluster, info = secure_cluster
     mine = _env(cluster, info, tmp_path_factory.mktemp("cc") / "cc")
     _kinit(mine, info["principal"], info["keytab"])
-    assert _py(mine, HIVE_TABLE.format(models=str(TRAINER_TESTS)), timeout=400).split()[-1] == "3000"
+    assert _py(_importing_tests(mine), HIVE_TABLE, timeout=400).split()[-1] == "3000"
     user = info["principal"].split("@")[0]
     url = info["fs_default"] + f"/user/{user}/datasets/points"
     env = _env(cluster, info, None)
@@ -355,12 +361,11 @@ def _with_ticket(cluster, info, folder: Path) -> dict:
 
 
 LOAD_AND_PREDICT = """
-import os, sys
+import os
 os.environ["TF_USE_LEGACY_KERAS"] = "1"
-sys.path.insert(0, {models!r})
 import numpy as np
 import tf_keras
-import trainer_test_models as m
+from tests.trainer import trainer_test_models as m
 from tfhadoop.connectors import hdfs
 local = {local!r}
 hdfs.download_dir({url!r}, local)
@@ -404,13 +409,12 @@ def _hdfs_text(env, info, url: str, missing_ok: bool = False) -> str:
 
 URGENT = """
 import sys
-sys.path[:0] = [{trainer_tests!r}, {trainer_tests!r} + "/.."]  # test_train_yarn and the waiting module
 import skein
-from test_train_yarn import _hog
+from tests.trainer.preemption import hold_containers
 with skein.Client(log=False) as client:
     print("ready", flush=True)
     sys.stdin.readline()  # when the tokens are old enough
-    app = _hog(client, "urgent", queue="urgent", instances=1, memory=2560)
+    app = hold_containers(client, "urgent", queue="urgent", instances=1, memory=2560)
     print(app.id, flush=True)
     sys.stdin.readline()  # until the test has seen the preemption
     app.shutdown()
@@ -421,7 +425,7 @@ def test_train_on_the_secure_cluster_with_a_keytab(secure_cluster, exported_data
     """`tfhadoop train --principal/--keytab` (no ticket cache): 1 PS + 1 worker in queue `train`
     on YARN with the application's delegation tokens only (IP-named). Once the tokens are older
     than their renewal interval, an application in `urgent` takes back the worker (preemption,
-    test_train_yarn's helper): its replacement, a new process started when `urgent` is done, logs
+    tests.trainer.preemption's helper): its replacement, a new process started when `urgent` is done, logs
     in to HDFS with the same tokens (the ResourceManager renewed them) and the job SUCCEEDS with
     every epoch counted once. Checkpoints and the SavedModel land on hdfs://; the keytab never
     leaves the client."""
@@ -443,10 +447,11 @@ def test_train_on_the_secure_cluster_with_a_keytab(secure_cluster, exported_data
          "--ps-memory", "1g", "--queue", "train", "--checkpoint-dir", f"{run}/ckpt", "--export-dir", f"{run}/model",
          "--principal", info["principal"], "--keytab", info["keytab"]],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    urgent = subprocess.Popen([sys.executable, "-c", URGENT.format(trainer_tests=str(TRAINER_TESTS))],
-                              env={**mine, "SKEIN_DRIVER_JAVA_OPTIONS": f"-Djava.security.krb5.conf={info['krb5_conf']}"},
+    urgent = subprocess.Popen([sys.executable, "-c", URGENT],
+                              env={**_importing_tests(mine), "SKEIN_DRIVER_JAVA_OPTIONS": f"-Djava.security.krb5.conf={info['krb5_conf']}"},
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
+        assert urgent.stdin and urgent.stdout and proc.stdout and proc.stderr  # PIPEs
         assert urgent.stdout.readline().strip() == "ready", urgent.communicate()[1][-3000:]
         app = next((line.split()[1] for line in proc.stdout if line.startswith("application ")), None)
         assert app, proc.stderr.read()[-3000:]
@@ -501,7 +506,7 @@ def test_train_on_the_secure_cluster_with_a_keytab(secure_cluster, exported_data
                         f"{_path(info, run)!r} + '/model', True)))")
     assert "saved_model.pb" in listing and "metrics.json" in listing, listing
     assert any("ckpt" in line and ".index" in line for line in listing.splitlines()), listing
-    mse, constant = map(float, _py(mine, LOAD_AND_PREDICT.format(models=str(TRAINER_TESTS), url=f"{run}/model",
+    mse, constant = map(float, _py(_importing_tests(mine), LOAD_AND_PREDICT.format(url=f"{run}/model",
                                                           local=str(tmp_path / "model")))
                         .split()[-2:])
     assert mse < 0.05 * constant, (mse, constant)
@@ -543,6 +548,8 @@ def test_spark_submit_with_the_data_source_on_the_secure_yarn(secure_cluster, tm
 
     from tfhadoop.spark.session import tfhadoop_jar
 
+    jar = tfhadoop_jar()
+    assert jar, "no tfhadoop jar under jars/: build it (make jar)"
     cluster, info = secure_cluster
     env = _env(cluster, info, None)
     env.update(PYSPARK_PYTHON=sys.executable, PATH=str(Path(sys.executable).parent) + os.pathsep + env["PATH"])
@@ -556,7 +563,7 @@ def test_spark_submit_with_the_data_source_on_the_secure_yarn(secure_cluster, tm
     started = time.time()
     proc = subprocess.run(
         [str(submit), "--master", "yarn", "--principal", info["principal"], "--keytab", info["keytab"],
-         "--jars", tfhadoop_jar(), "--num-executors", "1", "--executor-memory", "1g",
+         "--jars", jar, "--num-executors", "1", "--executor-memory", "1g",
          "--conf", f"spark.yarn.jars=local:{Path(pyspark.__file__).parent / 'jars'}/*",
          "--conf", f"spark.driver.extraJavaOptions={krb}", "--conf", f"spark.executor.extraJavaOptions={krb}",
          # Spark 4's driver attaches its UI handlers (SparkUI.attachAllHandlers, unsynchronized) right

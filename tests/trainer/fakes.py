@@ -1,0 +1,124 @@
+"""Fakes of Skein and of the coordinator process, so the masters' state machines run in a unit test
+without YARN, and the helpers that drive a master through them (one copy for every test module)."""
+from __future__ import annotations
+
+import itertools
+
+
+class FakeKV(dict):
+    """Skein's key-value store: a dict with its prefix read and discard."""
+
+    def get(self, key, default=None):
+        return dict.get(self, key, default)
+
+    def get_prefix(self, prefix):
+        return {k: v for k, v in self.items() if k.startswith(prefix)}
+
+    def discard(self, key):
+        return self.pop(key, None) is not None
+
+
+class FakeContainer:
+    def __init__(self, cid):
+        self.id, self.state, self.yarn_container_id, self.exit_message = cid, "RUNNING", "y-" + cid, "killed"
+        self.service_name = cid.rsplit("_", 1)[0]
+
+
+class FakeApp:
+    """A Skein application client: containers the test loses or kills, roles it says are serving."""
+
+    def __init__(self):
+        self.kv, self.containers, self.counts = FakeKV(), [], {}
+        self.id: str | None = None  # the master reads the job's result.json only under a real id
+        self.killed: list[str] = []
+
+    def add_container(self, service, env=None):
+        n = self.counts[service] = self.counts.get(service, 0) + 1
+        self.containers.append(FakeContainer(f"{service}_{n - 1}"))
+        return self.containers[-1]
+
+    def get_containers(self, services=None, states=None):
+        return [c for c in self.containers if not states or c.state in states]
+
+    def lose(self, cid):
+        next(c for c in self.containers if c.id == cid).state = "KILLED"
+
+    def kill_container(self, cid):
+        self.killed.append(cid)
+        self.lose(cid)
+
+    def serve(self, role, slot, address, up=True):
+        self.kv[f"addr/{role}/{slot}"] = address.encode()
+        if up:
+            self.kv[f"up/{role}/{slot}"] = b'{"cuda_visible_devices": ""}'
+
+
+class FakeCoordinator:
+    """``subprocess.Popen`` of the coordinator: running until the test sets ``returncode``."""
+
+    pids = itertools.count(1000)
+
+    def __init__(self, args, **kwargs):
+        self.returncode, self.pid = None, next(FakeCoordinator.pids)
+
+    def poll(self):
+        return self.returncode
+
+    def kill(self):
+        self.returncode = -9
+
+    def wait(self):
+        return self.returncode
+
+
+PS_JOB = {"checkpoint_dir": "hdfs://nn/c", "ps": 1, "workers": 2, "min_workers": 1, "startup_wait": 0, "queue": "q"}
+
+
+def fake_master(work, monkeypatch, app=None, attempt=1, **job):
+    """A PS-mode ``Master`` on a ``FakeApp`` (``PS_JOB`` with ``job``'s changes), its coordinator a
+    ``FakeCoordinator``, its sleeps instant and its HDFS writes dropped."""
+    from tfhadoop.connectors import hdfs
+    from tfhadoop.trainer import master as m
+
+    monkeypatch.setattr(m.subprocess, "Popen", FakeCoordinator)
+    monkeypatch.setattr(m.time, "sleep", lambda s: None)
+    monkeypatch.setattr(hdfs, "write_bytes", lambda *a, **k: None)
+    monkeypatch.setattr(hdfs, "append_bytes", lambda *a, **k: None)
+    return m.Master(app or FakeApp(), {**PS_JOB, **job}, str(work), attempt=attempt)
+
+
+def bring_up(master, workers=(0, 1)):
+    """What Master.run does before its loop, with the containers serving at once."""
+    from tfhadoop.trainer import master as m
+
+    master.spawn_coordinator()
+    for role, slot in master.ports:
+        master.start(role, slot)
+    master.app.serve("ps", 0, "h:1")
+    for s in workers:
+        master.app.serve("worker", s, f"h:{10 + s}")
+    master.publish_cluster(master.wait_addresses(10))
+    master.dispatch(m.Event.CLUSTER_UP)
+    assert master.step() is None
+
+
+def event_kinds(master):
+    """The kinds of the events ``master`` logged, in order."""
+    return [e["event"] for e in master.events.events]
+
+
+class ManualClock:
+    """A clock the test moves: ``clock.now`` is the time a master reads."""
+
+    def __init__(self, now: float = 0.0):
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def manual_clock(master):
+    """Give ``master`` a clock the test moves: ``now[0]`` is the time it reads."""
+    now = [0.0]
+    master.clock = lambda: now[0]
+    return now

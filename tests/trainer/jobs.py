@@ -1,0 +1,143 @@
+"""`tfhadoop train` jobs on the test cluster, as a user runs them: start one, read its job files
+(events, metrics, checkpoint state) and wait on its progress with a diagnosis when it stalls."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+from typing import Literal, overload
+
+import numpy as np
+
+from tests.trainer import trainer_test_models as models
+from tests.waiting import wait_for
+
+MODELS = Path(__file__).resolve().parent  # shipped as --python-path: "trainer_test_models:linear"
+
+
+@overload
+def train(hadoop_cluster, dataset, model: str = ..., extra=..., timeout: float = ...,
+          background: Literal[False] = ...) -> tuple[str, subprocess.CompletedProcess[str]]: ...
+@overload
+def train(hadoop_cluster, dataset, model: str = ..., extra=..., timeout: float = ..., *,
+          background: Literal[True]) -> tuple[str, subprocess.Popen[str]]: ...
+def train(hadoop_cluster, dataset, model: str = "trainer_test_models:linear", extra=(), timeout: float = 600,
+          background: bool = False):
+    """(the job's run directory, its `tfhadoop train` process): PS mode, 1 PS, small tasks."""
+    run = hadoop_cluster.hdfs_url(f"/tmp/trainer-tests/run-{uuid.uuid4().hex[:8]}")
+    cmd = [sys.executable, "-m", "tfhadoop", "train", "--model", model, "--python-path", str(MODELS),
+           "--data", dataset, "--label", "y", "--ps", "1", "--task-records", "300", "--batch-size", "32",
+           "--worker-memory", "1g", "--ps-memory", "1g", "--checkpoint-dir", f"{run}/ckpt",
+           "--export-dir", f"{run}/model", *extra]
+    if background:
+        return run, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    return run, proc
+
+
+def app_id(proc: subprocess.Popen[str]) -> str:
+    """The application id a background `tfhadoop train` prints first."""
+    assert proc.stdout is not None and proc.stderr is not None
+    for line in proc.stdout:
+        if line.startswith("application "):
+            return line.split()[1]
+    raise AssertionError("tfhadoop train printed no application id: " + proc.stderr.read()[-3000:])
+
+
+def events(run):
+    from tfhadoop.connectors import hdfs
+
+    return [json.loads(line) for line in hdfs.read_bytes(f"{run}/ckpt/events.jsonl").decode().splitlines()]
+
+
+def samples(run):
+    from tfhadoop.connectors import hdfs
+
+    try:
+        return hdfs.read_bytes(f"{run}/ckpt/progress.jsonl").decode().splitlines()
+    except FileNotFoundError:
+        return []
+
+
+def metrics(run):
+    from tfhadoop.connectors import hdfs
+
+    return json.loads(hdfs.read_bytes(f"{run}/ckpt/metrics.json"))
+
+
+def state_epoch(run):
+    from tfhadoop.connectors import hdfs
+
+    try:
+        return json.loads(hdfs.read_bytes(f"{run}/ckpt/latest/state.json"))["epoch"]
+    except Exception:  # noqa: BLE001 - not written yet
+        return None
+
+
+def lost_events(run):
+    try:
+        return [e for e in events(run) if e["event"] == "container_lost"]
+    except Exception:  # noqa: BLE001 - not written yet
+        return []
+
+
+def exported_model_mse(run, tmp_path) -> tuple[float, float]:
+    """(the SavedModel's mean squared error on the eval shard's examples, that of a constant
+    predictor): the job's export under ``{run}/model``, downloaded and loaded as a user would."""
+    from tfhadoop.connectors import hdfs
+
+    hdfs.download_dir(f"{run}/model", str(tmp_path / "model"))
+    os.environ["TF_USE_LEGACY_KERAS"] = "1"
+    import tf_keras
+
+    model = tf_keras.models.load_model(str(tmp_path / "model"))
+    assert model is not None, f"no SavedModel under {run}/model"
+    x, y = models.make_examples(400, seed=4)  # the eval shard
+    mse = float(np.mean((model.predict(x, verbose=0)[:, 0] - y) ** 2))
+    return mse, float(np.mean((y - y.mean()) ** 2))
+
+
+def wait(predicate, timeout, what, diagnose=None):
+    return wait_for(predicate, timeout, what, interval=1, diagnose=diagnose)
+
+
+def cluster_idle(conf) -> bool:
+    """No container of an earlier test still holds memory on a RUNNING NodeManager (a test that
+    sizes its containers to the cluster must not start while another's are still going away)."""
+    from tfhadoop.yarn.embedded import cluster_health
+
+    nodes = [n for n in cluster_health(conf).get("nodes", []) if n["state"] == "RUNNING"]
+    return bool(nodes) and all(n["used_memory_mb"] == 0 for n in nodes)
+
+
+def diagnosis(hadoop_cluster, run) -> str:
+    """What a timed-out wait reports: the job's events, the cluster's live applications and their
+    containers, and the tail of every container log of the embedded cluster's NodeManagers."""
+    import skein
+
+    parts = []
+    try:
+        parts.append("events:\n" + "\n".join(json.dumps(e) for e in events(run)))
+    except Exception as e:  # noqa: BLE001 - not written yet is itself the answer
+        parts.append(f"events: {e!r}")
+    with skein.Client() as client:
+        for app in client.get_applications(states=["SUBMITTED", "ACCEPTED", "RUNNING"]):
+            parts.append(f"application {app.id} {app.name} {app.state} queue={app.queue} "
+                         f"usage={app.usage}")
+    if hadoop_cluster.state_dir is not None:
+        logs = sorted((p for p in hadoop_cluster.state_dir.glob("target/**/container_*/*") if p.is_file()),
+                      key=lambda p: p.stat().st_mtime)[-12:]
+        for f in logs:
+            parts.append(f"--- {f.parent.parent.name}/{f.parent.name}/{f.name}\n"
+                         + f.read_text(errors="replace")[-2500:])
+    return "\n".join(parts)
+
+
+def wait_epochs(hadoop_cluster, run, proc, epochs: int, timeout: float = 300):
+    """Wait until the job has checkpointed ``epochs`` epochs (or ended), saying why if it does not."""
+    wait_for(lambda: (state_epoch(run) or 0) >= epochs or proc.poll() is not None, timeout,
+             f"{epochs} epochs", interval=1, diagnose=lambda: diagnosis(hadoop_cluster, run))
+    assert proc.poll() is None, proc.communicate()[1][-3000:]
