@@ -68,9 +68,15 @@ test-jvm: jars
 test-native:
 	cargo test --release --workspace --quiet
 
+# Two pytest-xdist workers, each with its own embedded cluster and SparkSession (tests/conftest.py):
+# much of a cluster test is waiting on YARN, so two share the two cores. --dist loadfile keeps a
+# module on one worker (its module fixtures: one dataset, one secure cluster); tests/conftest.py
+# orders the longest modules first so the workers end together. TEST_WORKERS=0: one process.
 # pytest exits 5 when it collected nothing: that is a broken suite, not a pass.
+TEST_WORKERS ?= 2
+XDIST = $(if $(filter 0,$(TEST_WORKERS)),-p no:xdist,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 test-python: setup
-	@$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \
+	@$(PY) -m pytest $(XDIST) $(PYTEST_ARGS); rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing the suite" >&2; exit 1; fi; exit $$rc
 
 test-fast: setup

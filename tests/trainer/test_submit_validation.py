@@ -17,8 +17,7 @@ from tests.trainer import trainer_test_models as models
 HERE = Path(__file__).resolve().parent
 
 pytestmark = pytest.mark.cluster
-BUDGET_S = 15  # the budget from the command's start to its error
-TIMES: dict = {}
+TIMES: dict = {}  # row -> seconds from the command's start to its error: printed, not asserted (host speed)
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +43,8 @@ def tfh_train(hadoop_cluster, row: str, *args, cwd=None, expect_error=True):
     if expect_error:
         assert proc.returncode == 1, proc.stdout + proc.stderr
         assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) <= 2, proc.stderr
-        assert TIMES[row] < BUDGET_S * 2, TIMES  # 15 s measured on an idle host; twice that under load
+        # Refused at submit: with --detach a submitted job prints its application id and exits 0.
+        assert "application_" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
     return proc, run
 
 

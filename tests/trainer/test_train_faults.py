@@ -95,7 +95,7 @@ def test_hung_worker_is_killed_and_replaced(hadoop_cluster, dataset):
     assert [(e["role"], e["slot"], e["container"]) for e in hang] == [("worker", 1, up["container"])], hang
     detected_after = hang[0]["time"] - t_stop
     # the last beat before the stop came up to HEARTBEAT_S earlier, and the master looks once a second
-    assert hang_timeout - HEARTBEAT_S - 1 <= detected_after <= hang_timeout + 10, detected_after
+    assert hang_timeout - HEARTBEAT_S - 1 <= detected_after <= hang_timeout + 60, detected_after  # never early; late only by load
     lost = [e for e in events if e["event"] == "container_lost"]
     assert [(e["role"], e["slot"], e["hung"]) for e in lost] == [("worker", 1, True)], lost
     after = kinds[kinds.index("hang_detected"):]
@@ -335,7 +335,7 @@ def test_hung_coordinator_is_killed_and_restarted_from_the_checkpoint(hadoop_clu
     assert [(e["reason"], e["attempt"]) for e in hung] == [("silent", 1)], hung
     assert hung[0]["phase"] in ("training", "checkpointing"), hung  # (an epoch-end save may begin meanwhile)
     detected_after = hung[0]["time"] - t_stop
-    assert hang_timeout - HEARTBEAT_S - 1 <= detected_after <= hang_timeout + 10, detected_after
+    assert hang_timeout - HEARTBEAT_S - 1 <= detected_after <= hang_timeout + 60, detected_after  # never early; late only by load
     after = kinds[kinds.index("coordinator_hung"):]
     assert "coordinator_started" in after and "first_wave" in after, after  # a new one, training again
     assert "coordinator_failed" not in kinds and kinds[-1] == "finished", kinds

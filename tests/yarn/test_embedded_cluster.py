@@ -185,7 +185,7 @@ def test_urgent_queue_preempts_a_training_container(hadoop_cluster, skein_client
         assert all(e.diagnostics == "Container preempted by scheduler" for e in exits)
         app = _rm(hadoop_cluster, f"/ws/v1/cluster/apps/{filler.id}")["app"]
         assert app["numNonAMContainerPreempted"] >= 1 and app["numAMContainerPreempted"] == 0
-        assert preempted_after < 30, f"preemption took {preempted_after:.1f} s"
+        assert preempted_after < 90, f"preemption took {preempted_after:.1f} s"  # policy on (slow-host margin)
     finally:
         filler.shutdown()
         if urgent is not None:

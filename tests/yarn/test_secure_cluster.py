@@ -73,7 +73,7 @@ def _one_line_error(proc, seconds, *needles):
     assert len(lines) == 1, proc.stderr[-3000:]
     for needle in needles:
         assert needle in lines[0], lines[0]
-    assert seconds < 15, seconds
+    assert seconds < 90, seconds  # no retry loop (their defaults take minutes); margin for a slow host
 
 
 def test_cluster_up_secure_writes_kerberos_client_setup(secure_cluster):
