@@ -24,10 +24,10 @@ def skein_client(verbose: bool, log: str | None):
 
     Skein opens a ``log=`` path with mode "w", wiping what the command logged before (a second
     driver would wipe the first's), so the driver inherits stdout and stderr pointed at the log."""
-    import skein
+    from tfhadoop.yarn.client import skein_client as new_client
 
     with fds_to(log, (1, 2)):
-        return skein.Client(log=None, log_level="info" if verbose else "warn")
+        return new_client(log=None, log_level="info" if verbose else "warn")
 
 
 def route_logging(verbose: bool, log: str | None) -> None:

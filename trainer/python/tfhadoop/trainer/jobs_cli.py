@@ -8,12 +8,11 @@ from tfhadoop.errors import CommandError
 
 
 def _client():
-    import skein
-
     from tfhadoop import hadoop
+    from tfhadoop.yarn.client import skein_client
 
     hadoop.use_cluster()
-    return skein.Client(log=False)
+    return skein_client(log=False)
 
 
 def _report(client, app_id: str):
@@ -139,8 +138,10 @@ def follow_cmd(args) -> int:
 def jobs(args) -> int:
     from tfhadoop import hadoop
     from tfhadoop.trainer import jobdir
+    from tfhadoop.yarn.client import require_yarn_command
 
     conf = hadoop.use_cluster()
+    require_yarn_command()  # before the registry on HDFS: a missing command is the first thing to fix
     entries = jobdir.entries(conf.default_fs)
     if not entries:
         print("no training jobs")
