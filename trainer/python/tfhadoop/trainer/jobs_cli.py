@@ -74,7 +74,7 @@ def status(args) -> int:
     if getattr(args, "follow", False):
         return follow_cmd(args)
     from tfhadoop import hadoop
-    from tfhadoop.trainer.console import format_event
+    from tfhadoop.trainer.console import format_event, metrics_lines
     from tfhadoop.trainer.job import tracking_url
 
     with _client() as client:
@@ -102,8 +102,8 @@ def status(args) -> int:
         print("events:")
         for e in st["events"]:
             print("  " + format_event(e))
-    if st["metrics"] and st["metrics"].get("eval"):
-        print("eval metrics: " + ", ".join(f"{k} {v:.4g}" for k, v in st["metrics"]["eval"].items()))
+    for line in metrics_lines(st["metrics"]):
+        print(line)
     if st["state"] in ("FINISHED", "FAILED", "KILLED"):
         result = st["result"] or {}
         diag = result.get("diagnostics") or st["diagnostics"]
