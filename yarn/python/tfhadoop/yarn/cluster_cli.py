@@ -30,6 +30,9 @@ def register(subparsers) -> None:
     up.add_argument("--namenode-port", type=int, default=0, help="fixed NameNode RPC port (default: a free one)")
     up.add_argument("--format", action="store_true", help="wipe existing HDFS data (and the Hive metastore that points at it) before starting")
     up.add_argument("--timeout", type=float, default=180, help="seconds to wait for the cluster (default 180)")
+    up.add_argument("--permissions", action="store_true",
+                    help="check HDFS permissions as a production cluster does (without Kerberos: users by "
+                         "HADOOP_USER_NAME; the HDFS superuser is the user who started the cluster)")
     up.add_argument("--token-renew-seconds", type=int, default=120,
                     help="with --secure: delegation tokens expire unless renewed this often (default 120)")
     up.set_defaults(func=_up)
@@ -52,7 +55,7 @@ def _up(args) -> int:
     cluster = _cluster(args)
     opts = ClusterOptions(node_managers=args.node_managers, gpus_per_node=args.gpus_per_node,
                           nm_memory_mb=args.nm_memory_mb, nm_vcores=args.nm_vcores,
-                          namenode_port=args.namenode_port, secure=args.secure,
+                          namenode_port=args.namenode_port, secure=args.secure, permissions=args.permissions,
                           token_renew_seconds=args.token_renew_seconds)
     info = cluster.up(opts, timeout=args.timeout, format_hdfs=args.format)
     if "ready_seconds" in info:

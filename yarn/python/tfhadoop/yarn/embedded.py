@@ -96,6 +96,7 @@ class ClusterOptions:
     namenode_port: int = 0
     jvm_heap: str = "1536m"
     secure: bool = False  # Kerberos: see tfhadoop.yarn.secure
+    permissions: bool = False  # HDFS permission checks without Kerberos (always on with secure)
     token_renew_seconds: int = 120
     nm_expiry_s: float = 15  # a NodeManager silent this long is LOST (YARN's default: 600)
 
@@ -198,6 +199,8 @@ class EmbeddedCluster:
             "--namenode-port", str(namenode_port), "--nm-expiry-ms", str(int(options.nm_expiry_s * 1000)),
             "--client-classpath", os.pathsep.join(_read_classpath("client-classpath.txt")),
         ]
+        if options.permissions:
+            cmd += ["--permissions", "true"]
         if options.secure:
             from tfhadoop.yarn import secure
 
