@@ -40,7 +40,7 @@ def test_up_secure_installs_kinit_first(no_kinit, tmp_path, monkeypatch):
     tools = tmp_path / "krb5-bin"
     tools.mkdir()
     installer = _installer(tmp_path, f"for t in kinit klist; do printf '#!/bin/sh\\n' > {tools}/$t; "
-                                     f"chmod +x {tools}/$t; done\necho {tools}\n")
+                                     f"/bin/chmod +x {tools}/$t; done\necho {tools}\n")
     monkeypatch.setattr(secure, "INSTALLER", installer)
     assert secure.ensure_kerberos_tools() == str(tools)
     assert secure.shutil.which("kinit") == str(tools / "kinit")  # on this process's PATH from now on

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+import shutil
+import sys
 
 from tfhadoop.yarn.embedded import ClusterOptions, EmbeddedCluster
 
@@ -114,4 +116,7 @@ def _env(args) -> int:
         print(f"# the embedded cluster in {cluster.state_dir} is not running: `tfhadoop cluster up` first")
         return 3
     print("\n".join(cluster.env_lines()))
+    if args.secure and shutil.which("kinit") is None:  # on stderr: `eval` runs stdout
+        print("tfhadoop cluster env: kinit is not on PATH: `tfhadoop cluster up --secure` installs it "
+              "(Debian's krb5-user)", file=sys.stderr)
     return 0

@@ -170,6 +170,10 @@ class EmbeddedCluster:
     def up(self, options: ClusterOptions | None = None, timeout: float = 180.0, format_hdfs: bool = False) -> dict:
         """Start the cluster unless it already runs; returns cluster.json. Idempotent."""
         options = options or ClusterOptions()
+        if options.secure:  # its clients log in with kinit (`cluster env --secure` runs it): first
+            from tfhadoop.yarn.secure import ensure_kerberos_tools
+
+            ensure_kerberos_tools()
         info = self.info()
         if info is not None:
             log.info("embedded cluster already running (pid %s) in %s", info["pid"], self.state_dir)
