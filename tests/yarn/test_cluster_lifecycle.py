@@ -125,7 +125,7 @@ def test_interrupted_up_leaves_a_complete_state_dir(tmp_path):
     first = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         wait_for(lambda: cluster.pid() is not None or first.poll() is not None, 120, "the cluster JVM to start",
-                 interval=0.1, diagnose=lambda: first.stdout.read() if first.poll() is not None else "up still runs")
+                 interval=0.1, diagnose=lambda: first.communicate()[0] if first.poll() is not None else "up still runs")
         first.send_signal(signal.SIGINT)  # Ctrl-C while `up` waits for the daemons
         out, _ = first.communicate(timeout=60)
         assert first.returncode == 130 and not cluster.info_file.exists(), \

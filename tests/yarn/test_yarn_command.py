@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from tfhadoop.errors import ClusterError
+from tfhadoop.errors import CommandError
 
 
 @pytest.fixture()
@@ -50,7 +50,7 @@ def test_pipeline_api_names_the_missing_command(edge_node, monkeypatch):
     monkeypatch.setenv("HADOOP_CONF_DIR", edge_node["HADOOP_CONF_DIR"])
     monkeypatch.setenv("PATH", edge_node["PATH"])
     trainer = Trainer(model="m:build", checkpoint_dir="hdfs:///c", export_dir="hdfs:///e")
-    with pytest.raises(ClusterError, match="no `yarn` command on PATH"):
+    with pytest.raises(CommandError, match="no `yarn` command on PATH"):
         trainer.fit("hdfs:///d", validate_model=False)
 
 
@@ -63,5 +63,5 @@ def test_embedded_cluster_without_its_commands_says_how_to_restore_them(tmp_path
     monkeypatch.delenv("HADOOP_CONF_DIR", raising=False)
     monkeypatch.setenv("TFHADOOP_STATE_DIR", str(tmp_path))
     monkeypatch.setenv("PATH", os.path.dirname(sys.executable))
-    with pytest.raises(ClusterError, match=f"{tmp_path}/bin/yarn.*tfhadoop cluster up"):
+    with pytest.raises(CommandError, match=f"{tmp_path}/bin/yarn.*tfhadoop cluster up"):
         require_yarn_command()

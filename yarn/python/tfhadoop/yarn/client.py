@@ -7,7 +7,7 @@ import os
 import shutil
 
 from tfhadoop import hadoop
-from tfhadoop.errors import ClusterError
+from tfhadoop.errors import CommandError
 
 
 def require_yarn_command(env: dict | None = None) -> str:
@@ -19,17 +19,17 @@ def require_yarn_command(env: dict | None = None) -> str:
     if hadoop.is_embedded():
         shim = hadoop.default_state_dir() / "bin" / "yarn"
         if shim.exists():
-            raise ClusterError(f"no `yarn` command on PATH: the embedded cluster's is {shim}; "
+            raise CommandError(f"no `yarn` command on PATH: the embedded cluster's is {shim}; "
                                f"export PATH={shim.parent}:$PATH (`tfhadoop cluster env` prints the exports)")
-        raise ClusterError(f"the embedded cluster has no {shim} (its start was interrupted before writing it): "
+        raise CommandError(f"the embedded cluster has no {shim} (its start was interrupted before writing it): "
                            "run `tfhadoop cluster up` again to write it")
-    raise ClusterError("no `yarn` command on PATH: YARN clients (Skein) run `yarn classpath` to find the "
+    raise CommandError("no `yarn` command on PATH: YARN clients (Skein) run `yarn classpath` to find the "
                        f"Hadoop jars of the cluster in HADOOP_CONF_DIR ({os.environ.get('HADOOP_CONF_DIR')}); "
                        "put your Hadoop client on PATH: export PATH=$HADOOP_HOME/bin:$PATH")
 
 
 def skein_client(**kwargs):
-    """A ``skein.Client`` (``kwargs`` as Skein's), or a one-line ClusterError; the caller has pointed
+    """A ``skein.Client`` (``kwargs`` as Skein's), or a one-line CommandError; the caller has pointed
     this process at the cluster (``hadoop.use_cluster``)."""
     import skein
 
