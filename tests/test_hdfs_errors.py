@@ -38,7 +38,7 @@ from tfhadoop import errors
      "Call From host/10.0.0.1 to localhost:42587 failed on connection exception: java.net.ConnectException: "
      "Connection refused; For more details see:  http://wiki.apache.org/hadoop/ConnectionRefused",
      errors.HdfsUnreachableError,
-     "writing hdfs:///x: no HDFS NameNode answers at localhost:42587 (connection refused): is the cluster "
+     "writing hdfs:///x: nothing answers at localhost:42587 (connection refused): is the cluster's NameNode "
      "running? (`tfhadoop cluster status` for the embedded one)"),
 ])
 def test_each_kind_is_one_line(java_class, message, kind, expected):

@@ -3,6 +3,8 @@
 the CLI, so that they stay usable without it."""
 from __future__ import annotations
 
+import re
+
 
 class TfhadoopError(Exception):
     """An error the user can act on: the CLI prints it as one or two lines, no traceback."""
@@ -76,8 +78,6 @@ def hdfs_error(java_class: str, message: str | None, what: str = "") -> HdfsAcce
     """The one-line error for a Java exception that HDFS raised (``java_class`` with or without its
     package, ``message`` its getMessage()), or None when it is not one of those above. ``what``:
     the operation, e.g. ``writing hdfs:///x``, put in front."""
-    import re
-
     kind = _HDFS_ERRORS.get(java_class.rsplit(".", 1)[-1])
     text = (message or "").strip()
     if kind is None and java_class.endswith("FileNotFoundException") and "parent" in text.lower():
@@ -93,7 +93,7 @@ def hdfs_error(java_class: str, message: str | None, what: str = "") -> HdfsAcce
     if kind is HdfsUnreachableError:
         addr = re.search(r"to (\S+:\d+) failed on connection exception", text)
         where = f"at {addr.group(1)} " if addr else ""
-        return kind(f"{prefix}no HDFS NameNode answers {where}(connection refused): is the cluster running? "
+        return kind(f"{prefix}nothing answers {where}(connection refused): is the cluster's NameNode running? "
                     "(`tfhadoop cluster status` for the embedded one)")
     if kind is HdfsQuotaError:
         return kind(f"{prefix}HDFS quota exceeded: {first}")
