@@ -54,7 +54,8 @@ def test_pipeline_api_names_the_missing_command(edge_node, monkeypatch):
         trainer.fit("hdfs:///d", validate_model=False)
 
 
-def test_embedded_cluster_without_its_commands_says_how_to_restore_them(tmp_path, monkeypatch):
+@pytest.mark.parametrize("pointed", [False, True], ids=["before-use_cluster", "after-use_cluster"])
+def test_embedded_cluster_without_its_commands_says_how_to_restore_them(tmp_path, monkeypatch, pointed):
     """The embedded cluster's state dir lacks bin/yarn (an `up` from before they were written first)."""
     from tfhadoop.yarn.client import require_yarn_command
 
@@ -62,6 +63,8 @@ def test_embedded_cluster_without_its_commands_says_how_to_restore_them(tmp_path
     (tmp_path / "cluster.json").write_text("{}")
     monkeypatch.delenv("HADOOP_CONF_DIR", raising=False)
     monkeypatch.setenv("TFHADOOP_STATE_DIR", str(tmp_path))
+    if pointed:  # hadoop.use_cluster() points HADOOP_CONF_DIR at the state dir's conf/
+        monkeypatch.setenv("HADOOP_CONF_DIR", str(tmp_path / "conf"))
     monkeypatch.setenv("PATH", os.path.dirname(sys.executable))
     with pytest.raises(CommandError, match=f"{tmp_path}/bin/yarn.*tfhadoop cluster up"):
         require_yarn_command()

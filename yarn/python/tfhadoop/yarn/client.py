@@ -16,8 +16,9 @@ def require_yarn_command(env: dict | None = None) -> str:
     found = shutil.which("yarn", path=path)
     if found:
         return found
-    if hadoop.is_embedded():
-        shim = hadoop.default_state_dir() / "bin" / "yarn"
+    state = hadoop.embedded_state_dir()  # also once use_cluster has set HADOOP_CONF_DIR to its conf/
+    if state is not None:
+        shim = state / "bin" / "yarn"
         if shim.exists():
             raise CommandError(f"no `yarn` command on PATH: the embedded cluster's is {shim}; "
                                f"export PATH={shim.parent}:$PATH (`tfhadoop cluster env` prints the exports)")
