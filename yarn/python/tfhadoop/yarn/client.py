@@ -22,8 +22,8 @@ def require_yarn_command(env: dict | None = None) -> str:
         if shim.exists():
             raise CommandError(f"no `yarn` command on PATH: the embedded cluster's is {shim}; "
                                f"export PATH={shim.parent}:$PATH (`tfhadoop cluster env` prints the exports)")
-        raise CommandError(f"the embedded cluster has no {shim} (its start was interrupted before writing it): "
-                           "run `tfhadoop cluster up` again to write it")
+        raise CommandError(f"no `yarn` command on PATH, and the embedded cluster has no {shim} (its start was "
+                           "interrupted before writing it): run `tfhadoop cluster up` again to write it")
     raise CommandError("no `yarn` command on PATH: YARN clients (Skein) run `yarn classpath` to find the "
                        f"Hadoop jars of the cluster in HADOOP_CONF_DIR ({os.environ.get('HADOOP_CONF_DIR')}); "
                        "put your Hadoop client on PATH: export PATH=$HADOOP_HOME/bin:$PATH")
