@@ -10,6 +10,7 @@ import sys
 import time
 
 import pytest
+from waiting import wait_for
 
 from tfhadoop.cli import CommandError, main
 from tfhadoop.yarn.embedded import ClusterOptions, EmbeddedCluster
@@ -111,3 +112,36 @@ def _alive(pid: int) -> bool:
         return open(f"/proc/{pid}/stat").read().split()[2] != "Z"
     except OSError:
         return False
+
+
+@pytest.mark.slow
+def test_interrupted_up_leaves_a_complete_state_dir(tmp_path):
+    """Ctrl-C on `cluster up` once its JVM runs: the next `up` answers with a state dir whose
+    client commands (bin/yarn, bin/hdfs) work, and so does an `up` of a running cluster whose
+    commands were lost."""
+    cluster = EmbeddedCluster(tmp_path / "state")
+    argv = [sys.executable, "-m", "tfhadoop", "cluster", "up", "--state-dir", str(cluster.state_dir),
+            "--node-managers", "1", "--nm-memory-mb", "2048", "--nm-vcores", "2"]
+    first = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        wait_for(lambda: cluster.pid() is not None or first.poll() is not None, 120, "the cluster JVM to start",
+                 interval=0.1, diagnose=lambda: first.communicate()[0] if first.poll() is not None else "up still runs")
+        first.send_signal(signal.SIGINT)  # Ctrl-C while `up` waits for the daemons
+        out, _ = first.communicate(timeout=60)
+        assert first.returncode == 130 and not cluster.info_file.exists(), \
+            f"`up` was to be interrupted while the daemons started, not end {first.returncode}: {out}"
+        for attempt in ("after the interrupt", "after losing bin/"):
+            again = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+            assert again.returncode == 0, f"{attempt}: {again.stdout}{again.stderr}"
+            assert cluster.is_running(), attempt
+            yarn = subprocess.run([str(cluster.bin_dir / "yarn"), "classpath"], capture_output=True, text=True)
+            assert yarn.returncode == 0 and yarn.stdout.startswith(f"{cluster.conf_dir}:"), (attempt, yarn)
+            hdfs = subprocess.run([str(cluster.bin_dir / "hdfs"), "classpath"], capture_output=True, text=True)
+            assert hdfs.returncode == 0 and hdfs.stdout.startswith(f"{cluster.conf_dir}:"), (attempt, hdfs)
+            for name in ("yarn", "hdfs"):
+                (cluster.bin_dir / name).unlink()
+    finally:
+        if first.poll() is None:
+            first.kill()
+        cluster.down()
+    assert not cluster.is_running()

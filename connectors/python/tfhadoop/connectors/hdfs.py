@@ -31,6 +31,7 @@ from abc import ABC, abstractmethod
 from urllib.parse import urlparse
 
 from tfhadoop import kerberos
+from tfhadoop.errors import HdfsPermissionError, hdfs_error
 
 __all__ = ["HdfsError", "filesystem", "NativeFS", "WebHdfsFS", "BACKENDS", "DEFAULT_BACKEND",
            "exists", "read_bytes", "write_bytes", "append_bytes", "list_names", "rename", "delete",
@@ -100,10 +101,12 @@ class _HdfsFS(ABC):
         if isinstance(exc, FileNotFoundError):
             return FileNotFoundError(f"{_unstrip(self.base, path)}: no such file")
         text = str(exc)
-        m = re.search(r'AccessControlException", "(.*?)(?:\\n|"\))', text)
-        if m:  # the NameNode's reason, without the Java stack trace the RPC error carries
-            reason = m.group(1).replace('\\"', '"')
-            return PermissionError(f"HDFS {what} of {_unstrip(self.base, path)}: {reason}")
+        # hdfs-native: RPCError("<Java class>", "<message>\n\tat <stack>..."): one line of it
+        m = re.search(r'\("([\w.$]+(?:Exception|Error))", "((?:[^"\\]|\\.)*)', text)
+        mapped = m and hdfs_error(m.group(1), m.group(2).replace("\\n", "\n").replace('\\"', '"'),
+                                  f"HDFS {what} of {_unstrip(self.base, path)}")
+        if mapped:
+            return (PermissionError if isinstance(mapped, HdfsPermissionError) else HdfsError)(str(mapped))
         return HdfsError(f"HDFS {what} of {_unstrip(self.base, path)} failed via {self.name} ({self.base}): {text}")
 
     def expand(self, url: str, recursive: bool = True) -> list[str]:

@@ -267,7 +267,21 @@ def _shard_count(records: int, opts: ExportOptions, fraction: float) -> int:
 
 def run_export(spark, opts: ExportOptions, manifest_extra: dict | None = None) -> dict:
     """Runs the export; returns the manifest it wrote. ``manifest_extra``: keys added to the
-    manifest (``Trainer.fit`` records its source fingerprint there, written with the rest)."""
+    manifest (``Trainer.fit`` records its source fingerprint there, written with the rest). An
+    error of HDFS (permission, quota, safe mode, parent, NameNode down) is raised as its one-line
+    ``tfhadoop.errors.HdfsAccessError``, the Java exception as its cause."""
+    from tfhadoop.spark.java_errors import hdfs_error_of
+
+    try:
+        return _run_export(spark, opts, manifest_extra)
+    except Exception as exc:
+        mapped = hdfs_error_of(exc, f"export to {opts.output}")
+        if mapped is None:
+            raise
+        raise mapped from exc
+
+
+def _run_export(spark, opts: ExportOptions, manifest_extra: dict | None) -> dict:
     from pyspark.sql import functions as F
 
     t0 = time.monotonic()
@@ -319,8 +333,11 @@ def run_export(spark, opts: ExportOptions, manifest_extra: dict | None = None) -
         if not out.fs.rename(staging, out.root):
             raise CommandError(f"could not move {staging} to {out.root}")
     except BaseException:
-        if out.fs.exists(staging):
-            out.fs.delete(staging, True)
+        try:
+            if out.fs.exists(staging):
+                out.fs.delete(staging, True)
+        except Exception as cleanup:  # noqa: BLE001 - HDFS refusing the export may refuse this too
+            log.debug("could not remove the export's staging dir %s: %s", staging, str(cleanup).splitlines()[0])
         raise
     log.info("exported %d records in %d files to %s in %.1f s", total, len(files), out.root, time.monotonic() - t0)
     return manifest
@@ -562,7 +579,10 @@ def register(subparsers) -> None:
     p.set_defaults(func=_cli)
 
 
-def _session(opts: ExportOptions):
+def _session(opts: ExportOptions, quiet: bool = False):
+    """The active session, or a new one (owned: stopped after the export). ``quiet``: Spark's
+    own log lines off (a failed task logs its Java stack several times before the error reaches
+    us, which then says it in one line); ``-v`` keeps them."""
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
@@ -574,8 +594,10 @@ def _session(opts: ExportOptions):
     from tfhadoop.spark.session import get_session
 
     extra = {}
+    if quiet:  # and Spark's progress bar only on a terminal, where its \r-drawn line is readable
+        extra = {"spark.log.level": "OFF", "spark.ui.showConsoleProgress": str(sys.stderr.isatty()).lower()}
     if opts.master == "yarn":
-        extra = {"spark.executor.memory": "1g", "spark.executor.instances": "2"}
+        extra.update({"spark.executor.memory": "1g", "spark.executor.instances": "2"})
     return get_session("tfhadoop-export", master=opts.master, hive=bool(opts.table or opts.query),
                        extra_conf=extra), True
 
@@ -596,9 +618,16 @@ def _print_summary(manifest: dict, output: str) -> None:
 
 def _cli(args) -> int:
     opts = options_from_args(args)
-    spark, owned = _session(opts)
+    quiet = not getattr(args, "verbose", True)  # `tfhadoop export` without -v (spark-submit: Spark's own logs)
+    if quiet:
+        logging.getLogger("py4j").setLevel(logging.WARNING)  # its INFO lines about the gateway's sockets
+    spark, owned = _session(opts, quiet)
     try:
         manifest = run_export(spark, opts)
+    except Exception:
+        if quiet and sys.stderr.isatty():
+            sys.stderr.write("\r\033[K")  # the error's line replaces the progress bar's, not follows it
+        raise
     finally:
         if owned:
             spark.stop()

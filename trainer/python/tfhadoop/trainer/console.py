@@ -24,10 +24,10 @@ def skein_client(verbose: bool, log: str | None):
 
     Skein opens a ``log=`` path with mode "w", wiping what the command logged before (a second
     driver would wipe the first's), so the driver inherits stdout and stderr pointed at the log."""
-    import skein
+    from tfhadoop.yarn.client import skein_client as new_client
 
     with fds_to(log, (1, 2)):
-        return skein.Client(log=None, log_level="info" if verbose else "warn")
+        return new_client(log=None, log_level="info" if verbose else "warn")
 
 
 def route_logging(verbose: bool, log: str | None) -> None:
@@ -162,15 +162,29 @@ class Display:
             self.bar = None
 
 
+def metrics_lines(metrics: dict | None, shown: int = 10) -> list[str]:
+    """The training metrics of ``metrics.json`` as `train`, `follow` and `status` print them: the
+    mean loss of each epoch (numbered from 1, as the progress line does; the first and last
+    ``shown // 2`` of a longer run) and the eval split's metrics."""
+    metrics = metrics or {}
+    epochs = [e for e in metrics.get("epochs") or [] if e.get("mean_loss") is not None]
+    lines = []
+    if epochs:
+        losses = [f"{e['epoch'] + 1} {e['mean_loss']:.4g}" for e in epochs]
+        if len(losses) > shown:
+            losses = [*losses[:shown // 2], "...", *losses[-(shown // 2):]]
+        lines.append("train loss per epoch: " + ", ".join(losses) + ("" if metrics.get("eval") else " (no eval split)"))
+    if metrics.get("eval"):
+        lines.append("eval metrics: " + ", ".join(f"{k} {v:.4g}" for k, v in metrics["eval"].items()))
+    return lines
+
+
 def summary(state: dict, job: dict, app_id: str, log: str | None, out=None) -> int:
     """The end of a job: final metrics and where the model, checkpoints and logs are; exit code."""
     out = out or sys.stdout
-    metrics = state.get("metrics") or {}
     ok = state["final_status"] == "SUCCEEDED"
-    if metrics.get("eval"):
-        print("eval metrics: " + ", ".join(f"{k} {v:.4g}" for k, v in metrics["eval"].items()), file=out)
-    elif metrics.get("epochs"):
-        print(f"train loss (last epoch): {metrics['epochs'][-1]['mean_loss']:.4g} (no eval split)", file=out)
+    for line in metrics_lines(state.get("metrics")):
+        print(line, file=out)
     where = (f"checkpoints, events.jsonl, metrics.json and tensorboard/ in {job['checkpoint_dir']}\n"
              f"container logs: tfhadoop logs {app_id}" + (f"; client log: {log}" if log else ""))
     if not ok:

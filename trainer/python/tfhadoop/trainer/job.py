@@ -292,12 +292,13 @@ def submit(job: JobSpec, client=None, validate_model: bool = True, notice=print,
     """Check ``job`` (``validate``: paths, dataset, outputs and, unless ``validate_model`` is
     False, the model on one batch), then submit it; returns the YARN application id.
     ``manifest``: the job was checked already (``validate.validate_job`` returned it)."""
-    import skein
-
     from tfhadoop import hadoop
     from tfhadoop.trainer.validate import validate_job
+    from tfhadoop.yarn.client import require_yarn_command, skein_client
 
     conf = hadoop.use_cluster()
+    if client is None:
+        require_yarn_command()  # before the checks, which take a while
     if manifest is None:
         manifest = validate_job(job, conf, model=validate_model, notice=notice)
     if am_agent_jar() is None:
@@ -309,7 +310,7 @@ def submit(job: JobSpec, client=None, validate_model: bool = True, notice=print,
         json.dump(asdict(job), f)
     spec = application_spec(job, manifest, job_file, pack_python_path(job.python_path, folder))
     own = client is None
-    client = client or skein.Client()
+    client = client or skein_client()
     try:
         app_id = client.submit(spec)
     finally:
@@ -363,16 +364,15 @@ def follow(app_id: str, job_dir: str, out=sys.stdout, poll: float = 2.0, client=
     before it shut down, so nothing depends on catching the master before it exits."""
     import contextlib
 
-    import skein
-
     from tfhadoop.trainer import jobdir
     from tfhadoop.trainer.console import Display
+    from tfhadoop.yarn.client import skein_client
 
     display = display or Display({}, out)
     last, shown, page_shown = None, -1, False  # shown: ``seq`` of the last event displayed
     master_at = None  # (host, port) of the application master followed
     try:
-        with (contextlib.nullcontext(client) if client else skein.Client()) as client:
+        with (contextlib.nullcontext(client) if client else skein_client()) as client:
             app = None
             while True:
                 report = client.application_report(app_id)

@@ -8,12 +8,11 @@ from tfhadoop.errors import CommandError
 
 
 def _client():
-    import skein
-
     from tfhadoop import hadoop
+    from tfhadoop.yarn.client import skein_client
 
     hadoop.use_cluster()
-    return skein.Client(log=False)
+    return skein_client(log=False)
 
 
 def _report(client, app_id: str):
@@ -75,7 +74,7 @@ def status(args) -> int:
     if getattr(args, "follow", False):
         return follow_cmd(args)
     from tfhadoop import hadoop
-    from tfhadoop.trainer.console import format_event
+    from tfhadoop.trainer.console import format_event, metrics_lines
     from tfhadoop.trainer.job import tracking_url
 
     with _client() as client:
@@ -103,8 +102,8 @@ def status(args) -> int:
         print("events:")
         for e in st["events"]:
             print("  " + format_event(e))
-    if st["metrics"] and st["metrics"].get("eval"):
-        print("eval metrics: " + ", ".join(f"{k} {v:.4g}" for k, v in st["metrics"]["eval"].items()))
+    for line in metrics_lines(st["metrics"]):
+        print(line)
     if st["state"] in ("FINISHED", "FAILED", "KILLED"):
         result = st["result"] or {}
         diag = result.get("diagnostics") or st["diagnostics"]
@@ -139,8 +138,10 @@ def follow_cmd(args) -> int:
 def jobs(args) -> int:
     from tfhadoop import hadoop
     from tfhadoop.trainer import jobdir
+    from tfhadoop.yarn.client import require_yarn_command
 
     conf = hadoop.use_cluster()
+    require_yarn_command()  # before the registry on HDFS: a missing command is the first thing to fix
     entries = jobdir.entries(conf.default_fs)
     if not entries:
         print("no training jobs")

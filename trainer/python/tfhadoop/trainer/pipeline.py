@@ -99,9 +99,11 @@ def _train(job: JobSpec, validate_model: bool, notice, out) -> Model:
     from tfhadoop.trainer import console
     from tfhadoop.trainer.job import follow, submit
     from tfhadoop.trainer.validate import validate_job
+    from tfhadoop.yarn.client import require_yarn_command
 
     log = console.log_path("fit")
     conf = hadoop.use_cluster()
+    require_yarn_command()  # the submit needs it: said before the checks, which take a while
     with console.stderr_to(log):  # TensorFlow's and Java's start-up lines go to the log file
         manifest = validate_job(job, conf, model=validate_model, notice=notice)
         client = console.skein_client(False, log)

@@ -110,9 +110,11 @@ def run(args) -> int:
     from tfhadoop.trainer import console
     from tfhadoop.trainer.job import submit, tracking_url
     from tfhadoop.trainer.validate import validate_job
+    from tfhadoop.yarn.client import require_yarn_command
 
     job = job_from_args(args)
     conf = hadoop.use_cluster()
+    require_yarn_command()  # the submit needs it: said before the checks, which take a while
     log = None if args.verbose else console.log_path()
     console.route_logging(args.verbose, log)
     with console.stderr_to(log):  # TensorFlow's and Java's start-up lines, unless -v

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+import shutil
+import sys
 
 from tfhadoop.yarn.embedded import ClusterOptions, EmbeddedCluster
 
@@ -30,6 +32,9 @@ def register(subparsers) -> None:
     up.add_argument("--namenode-port", type=int, default=0, help="fixed NameNode RPC port (default: a free one)")
     up.add_argument("--format", action="store_true", help="wipe existing HDFS data (and the Hive metastore that points at it) before starting")
     up.add_argument("--timeout", type=float, default=180, help="seconds to wait for the cluster (default 180)")
+    up.add_argument("--permissions", action="store_true",
+                    help="check HDFS permissions as a production cluster does (without Kerberos: users by "
+                         "HADOOP_USER_NAME; the HDFS superuser is the user who started the cluster)")
     up.add_argument("--token-renew-seconds", type=int, default=120,
                     help="with --secure: delegation tokens expire unless renewed this often (default 120)")
     up.set_defaults(func=_up)
@@ -52,7 +57,7 @@ def _up(args) -> int:
     cluster = _cluster(args)
     opts = ClusterOptions(node_managers=args.node_managers, gpus_per_node=args.gpus_per_node,
                           nm_memory_mb=args.nm_memory_mb, nm_vcores=args.nm_vcores,
-                          namenode_port=args.namenode_port, secure=args.secure,
+                          namenode_port=args.namenode_port, secure=args.secure, permissions=args.permissions,
                           token_renew_seconds=args.token_renew_seconds)
     info = cluster.up(opts, timeout=args.timeout, format_hdfs=args.format)
     if "ready_seconds" in info:
@@ -111,4 +116,7 @@ def _env(args) -> int:
         print(f"# the embedded cluster in {cluster.state_dir} is not running: `tfhadoop cluster up` first")
         return 3
     print("\n".join(cluster.env_lines()))
+    if args.secure and shutil.which("kinit") is None:  # on stderr: `eval` runs stdout
+        print("tfhadoop cluster env: kinit is not on PATH: `tfhadoop cluster up --secure` installs it "
+              "(Debian's krb5-user)", file=sys.stderr)
     return 0

@@ -96,6 +96,7 @@ class ClusterOptions:
     namenode_port: int = 0
     jvm_heap: str = "1536m"
     secure: bool = False  # Kerberos: see tfhadoop.yarn.secure
+    permissions: bool = False  # HDFS permission checks without Kerberos (always on with secure)
     token_renew_seconds: int = 120
     nm_expiry_s: float = 15  # a NodeManager silent this long is LOST (YARN's default: 600)
 
@@ -169,35 +170,41 @@ class EmbeddedCluster:
     def up(self, options: ClusterOptions | None = None, timeout: float = 180.0, format_hdfs: bool = False) -> dict:
         """Start the cluster unless it already runs; returns cluster.json. Idempotent."""
         options = options or ClusterOptions()
+        if options.secure:  # its clients log in with kinit (`cluster env --secure` runs it): first
+            from tfhadoop.yarn.secure import ensure_kerberos_tools
+
+            ensure_kerberos_tools()
         info = self.info()
         if info is not None:
             log.info("embedded cluster already running (pid %s) in %s", info["pid"], self.state_dir)
+            self._write_commands()  # a start interrupted by an older version may not have written them
             return info
         starting = self.pid()
         if starting is not None:
             log.info("embedded cluster pid %s is still starting; waiting", starting)
-            return self._wait_ready(starting, time.monotonic(), timeout, None)
+            info = self._wait_ready(starting, time.monotonic(), timeout, None)
+            self._write_commands()
+            return info
         self._recover_stale_state(format_hdfs)
         java = java_executable()
         cluster_cp = _read_classpath("cluster-classpath.txt")
-        client_cp = _read_classpath("client-classpath.txt")
         namenode_port = self._namenode_port(options.namenode_port)
-        for d in (self.conf_dir, self.bin_dir, self.logs_dir, self.state_dir / "jvm-conf"):
-            d.mkdir(parents=True, exist_ok=True)
-        log4j = self.state_dir / "log4j.properties"
-        log4j.write_text(LOG4J.format(log=self.logs_dir / "hadoop.log"))
-        (self.state_dir / "log4j-cli.properties").write_text(LOG4J_CLI)
+        # The client commands before the JVM: an `up` interrupted from here on (Ctrl-C) leaves a
+        # cluster that the next `up` finds running, with nothing left to write.
+        self._write_commands()
         cmd = [
             java, f"-Xmx{options.jvm_heap}", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-            f"-Dlog4j.configuration=file:{log4j}",
+            f"-Dlog4j.configuration=file:{self.state_dir / 'log4j.properties'}",
             # jvm-conf/: configuration the JVM writes for its own Configurations (--secure: SecureSetup)
             "-cp", os.pathsep.join([str(self.state_dir / "jvm-conf"), *cluster_cp]), MAIN_CLASS,
             "--state-dir", str(self.state_dir), "--conf-dir", str(self.conf_dir),
             "--node-managers", str(options.node_managers), "--gpus-per-node", str(options.gpus_per_node),
             "--nm-memory-mb", str(options.nm_memory_mb), "--nm-vcores", str(options.nm_vcores),
             "--namenode-port", str(namenode_port), "--nm-expiry-ms", str(int(options.nm_expiry_s * 1000)),
-            "--client-classpath", os.pathsep.join(client_cp),
+            "--client-classpath", os.pathsep.join(_read_classpath("client-classpath.txt")),
         ]
+        if options.permissions:
+            cmd += ["--permissions", "true"]
         if options.secure:
             from tfhadoop.yarn import secure
 
@@ -212,9 +219,7 @@ class EmbeddedCluster:
                                 stdin=subprocess.DEVNULL, env=env, start_new_session=True)
         out.close()
         self.pid_file.write_text(f"{proc.pid}\n")
-        info = self._wait_ready(proc.pid, t0, timeout, proc)
-        self._write_commands(java, client_cp, cluster_cp)
-        return info
+        return self._wait_ready(proc.pid, t0, timeout, proc)
 
     def _namenode_port(self, requested: int) -> int:
         """The NameNode keeps its port across restarts of a state dir: hdfs:// URLs stored in the
@@ -279,16 +284,26 @@ class EmbeddedCluster:
                 path = self.state_dir / name
                 shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
 
-    def _write_commands(self, java: str, client_cp: list[str], cluster_cp: list[str]) -> None:
+    def _write_commands(self) -> None:
+        """``bin/yarn``, ``bin/hdfs`` and the log4j files they and the JVM use; each file replaced
+        whole (a client running ``yarn classpath`` meanwhile reads the old or the new one)."""
+        for d in (self.conf_dir, self.bin_dir, self.logs_dir, self.state_dir / "jvm-conf"):
+            d.mkdir(parents=True, exist_ok=True)
+        client_cp, cluster_cp = _read_classpath("client-classpath.txt"), _read_classpath("cluster-classpath.txt")
         fields = dict(
-            conf=self.conf_dir, java=java, client_cp=os.pathsep.join(client_cp),
+            conf=self.conf_dir, java=java_executable(), client_cp=os.pathsep.join(client_cp),
             tools_cp=os.pathsep.join(cluster_cp), hadoop_version=_hadoop_version(client_cp),
             log4j_cli=self.state_dir / "log4j-cli.properties",
         )
-        for name, text in (("yarn", YARN_SHIM), ("hdfs", HDFS_SHIM)):
-            path = self.bin_dir / name
-            path.write_text(text.format(**fields))
-            path.chmod(0o755)
+        files = [(self.state_dir / "log4j.properties", LOG4J.format(log=self.logs_dir / "hadoop.log"), 0o644),
+                 (self.state_dir / "log4j-cli.properties", LOG4J_CLI, 0o644),
+                 (self.bin_dir / "yarn", YARN_SHIM.format(**fields), 0o755),
+                 (self.bin_dir / "hdfs", HDFS_SHIM.format(**fields), 0o755)]
+        for path, text, mode in files:
+            tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+            tmp.write_text(text)
+            tmp.chmod(mode)
+            os.replace(tmp, path)
 
     # -- NameNode outages ------------------------------------------------------------------
     def stop_namenode(self, timeout: float = 60.0) -> None:

@@ -12,7 +12,6 @@ aggregates as usual.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 import time
@@ -22,6 +21,7 @@ from pathlib import Path
 
 from tfhadoop import hadoop
 from tfhadoop.errors import CommandError
+from tfhadoop.yarn.client import require_yarn_command
 
 
 def application_logs(app_id: str, container_id: str | None = None, wait: float = 60.0) -> str:
@@ -33,10 +33,7 @@ def application_logs(app_id: str, container_id: str | None = None, wait: float =
               f"read from its NodeManagers' log dirs under {local})", file=sys.stderr)
         return text
     env = hadoop.client_env()
-    yarn = shutil.which("yarn", path=env["PATH"])
-    if yarn is None:
-        raise CommandError("no `yarn` command on PATH: export the embedded cluster's env "
-                           "(`tfhadoop cluster env`) or install the Hadoop client of your cluster")
+    yarn = require_yarn_command(env)
     cmd = [yarn, "logs", "-applicationId", app_id]
     if container_id:
         cmd += ["-containerId", container_id]

@@ -51,6 +51,8 @@ public final class EmbeddedCluster {
     String clientClasspath = "";
     String host = "localhost";
     boolean secure = false;
+    /** HDFS permission checks without Kerberos (the secure cluster always has them). */
+    boolean permissions = false;
     String user = System.getProperty("user.name");
     int tokenRenewSeconds = 120;
     long nmExpiryMs = 15_000;
@@ -71,6 +73,7 @@ public final class EmbeddedCluster {
           case "--namenode-port": o.namenodePort = Integer.parseInt(v); break;
           case "--host": o.host = v; break;
           case "--secure": o.secure = Boolean.parseBoolean(v); break;
+          case "--permissions": o.permissions = Boolean.parseBoolean(v); break;
           case "--user": o.user = v; break;
           case "--token-renew-seconds": o.tokenRenewSeconds = Integer.parseInt(v); break;
           case "--nm-expiry-ms": o.nmExpiryMs = Long.parseLong(v); break;
@@ -243,7 +246,7 @@ public final class EmbeddedCluster {
   private Configuration baseConfiguration() {
     YarnConfiguration conf = new YarnConfiguration();
     conf.set("hadoop.tmp.dir", new File(opts.stateDir, "tmp").getAbsolutePath());
-    conf.setBoolean("dfs.permissions.enabled", opts.secure);
+    conf.setBoolean("dfs.permissions.enabled", opts.secure || opts.permissions);
     conf.setBoolean("dfs.webhdfs.enabled", true);
     conf.setInt("dfs.replication", 1);
     conf.set("dfs.namenode.rpc-address", opts.host + ":0");
@@ -350,7 +353,7 @@ public final class EmbeddedCluster {
     hdfs.put("dfs.namenode.rpc-address", dconf.get("dfs.namenode.rpc-address"));
     hdfs.put("dfs.namenode.http-address", dconf.get("dfs.namenode.http-address"));
     hdfs.put("dfs.replication", "1");
-    hdfs.put("dfs.permissions.enabled", Boolean.toString(secure != null));
+    hdfs.put("dfs.permissions.enabled", Boolean.toString(secure != null || opts.permissions));
     hdfs.put("dfs.webhdfs.enabled", "true");
     if (secure != null) {
       for (String k : new String[] {"dfs.namenode.kerberos.principal", "dfs.datanode.kerberos.principal",

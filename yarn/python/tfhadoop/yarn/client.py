@@ -1,0 +1,38 @@
+"""Skein clients, made here only. Skein's driver runs ``yarn classpath`` to find Hadoop's jars;
+without a ``yarn`` command it dies with a FileNotFoundError followed by an AttributeError from its
+half-built client, so the command is looked for first and its absence said in one line."""
+from __future__ import annotations
+
+import os
+import shutil
+
+from tfhadoop import hadoop
+from tfhadoop.errors import CommandError
+
+
+def require_yarn_command(env: dict | None = None) -> str:
+    """The ``yarn`` executable on ``env``'s PATH (default: this process's, as Skein sees it)."""
+    path = (os.environ if env is None else env).get("PATH", "")
+    found = shutil.which("yarn", path=path)
+    if found:
+        return found
+    state = hadoop.embedded_state_dir()  # also once use_cluster has set HADOOP_CONF_DIR to its conf/
+    if state is not None:
+        shim = state / "bin" / "yarn"
+        if shim.exists():
+            raise CommandError(f"no `yarn` command on PATH: the embedded cluster's is {shim}; "
+                               f"export PATH={shim.parent}:$PATH (`tfhadoop cluster env` prints the exports)")
+        raise CommandError(f"no `yarn` command on PATH, and the embedded cluster has no {shim} (its start was "
+                           "interrupted before writing it): run `tfhadoop cluster up` again to write it")
+    raise CommandError("no `yarn` command on PATH: YARN clients (Skein) run `yarn classpath` to find the "
+                       f"Hadoop jars of the cluster in HADOOP_CONF_DIR ({os.environ.get('HADOOP_CONF_DIR')}); "
+                       "put your Hadoop client on PATH: export PATH=$HADOOP_HOME/bin:$PATH")
+
+
+def skein_client(**kwargs):
+    """A ``skein.Client`` (``kwargs`` as Skein's), or a one-line CommandError; the caller has pointed
+    this process at the cluster (``hadoop.use_cluster``)."""
+    import skein
+
+    require_yarn_command()
+    return skein.Client(**kwargs)
