@@ -165,7 +165,9 @@ def test_am_attempt_2_after_a_decided_failure_fails_again_at_once(tmp_path, monk
     result = {"app": "application_1_0001", "status": "FAILED", "diagnostics": "ValueError: model bug"}
     master = _attempt2(tmp_path, monkeypatch, {"result.json": result})
     assert master.run() == ("FAILED", "ValueError: model bug")
-    assert master.decided_before and master.coordinator is None and not master.app.containers
+    app = master.app
+    assert isinstance(app, FakeApp)
+    assert master.decided_before and master.coordinator is None and not app.containers
 
 
 def test_event_numbers_continue_across_attempts(tmp_path, monkeypatch):

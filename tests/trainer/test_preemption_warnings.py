@@ -192,11 +192,12 @@ def ring(tmp_path, monkeypatch):
     monkeypatch.setattr(hdfs, "append_bytes", lambda *a, **k: None)
     job = {"checkpoint_dir": "hdfs://nn/c", "strategy": "allreduce", "ps": 0, "workers": 3, "min_workers": 1,
            "startup_wait": 30, "gang_timeout": 100, "queue": "q", "hang_timeout": 0}
-    master = am.RingMaster(FakeApp(), job, str(tmp_path), clock=lambda: 0.0)
+    app = FakeApp()
+    master = am.RingMaster(app, job, str(tmp_path), clock=lambda: 0.0)
     for slot in range(3):
         master.start(slot)
     for slot in range(3):
-        master.app.serve("worker", slot, f"h:{slot + 1}")
+        app.serve("worker", slot, f"h:{slot + 1}")
     master.step()
     return master
 

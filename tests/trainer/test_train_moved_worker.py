@@ -13,7 +13,7 @@ import time
 import pytest
 
 from tests.trainer import jobs
-from tests.trainer.fakes import FakeCoordinator, bring_up, event_kinds, fake_master, manual_clock
+from tests.trainer.fakes import FakeApp, FakeCoordinator, bring_up, event_kinds, fake_master, manual_clock
 
 
 def _hold(port: int, timeout: float) -> socket.socket:
@@ -264,14 +264,15 @@ def test_ps_losses_do_not_consume_the_coordinator_restart_budget(tmp_path, monke
     """Issue 12: coordinators the master stopped for lost PSs are not coordinator failures; with more
     PS losses (within max_ps_restarts) than max_coordinator_restarts, a coordinator failure after
     them is still restarted and the job keeps running."""
-    master = fake_master(tmp_path, monkeypatch, max_ps_restarts=5, max_coordinator_restarts=1)
+    app = FakeApp()
+    master = fake_master(tmp_path, monkeypatch, app, max_ps_restarts=5, max_coordinator_restarts=1)
     now = manual_clock(master)
     bring_up(master)
     for _ in range(3):  # three PS losses, more than max_coordinator_restarts
         _lose_ps(master)
         now[0] += 60  # past any backoff: the replacement starts, and with it the next coordinator
         assert master.step() is None
-        master.app.serve("ps", 0, "h:1")
+        app.serve("ps", 0, "h:1")
         assert master.step() is None and master.given == master.cluster
     with open(os.path.join(master.work, "error.json"), "w") as f:
         json.dump({"type": "UnavailableError", "message": "worker unreachable"}, f)
