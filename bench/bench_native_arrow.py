@@ -2,7 +2,7 @@
 one thread) and vs the pure-Python reference path, 5 and 50 features; to-parquet of a large
 dataset (MB/s and peak memory). One core for everyone: TF is pinned to 1 intra/inter-op thread.
 
-    .venv/bin/python bench/bench_native_arrow.py [--rows 100000] [--parquet-mb 1000] [--parquet-dir DIR]
+    .venv/bin/python -m bench.bench_native_arrow [--rows 100000] [--parquet-mb 1000] [--parquet-dir DIR]
 """
 from __future__ import annotations
 

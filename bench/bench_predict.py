@@ -2,7 +2,7 @@
 executor process) vs a naive pandas UDF that loads the SavedModel in every batch, vs tf-keras
 ``model.predict`` in this one process on the same rows.
 
-    .venv/bin/python bench/bench_predict.py [--rows 400000] [--cores 2] [--width 32] [--hidden 256]
+    .venv/bin/python -m bench.bench_predict [--rows 400000] [--cores 2] [--width 32] [--hidden 256]
 
 Spark runs local[--cores] on this host; the model is an MLP (width -> hidden -> hidden -> 1) saved
 as a SavedModel on local disk. Each Spark variant scores a cached DataFrame into the ``noop``

@@ -1,6 +1,6 @@
 """Python TFRecord library vs TensorFlow, same files, same run.
 
-    .venv/bin/python bench/bench_python_records.py [--small-mb 10] [--large-mb 100] [--hdfs]
+    .venv/bin/python -m bench.bench_python_records [--small-mb 10] [--large-mb 100] [--hdfs]
 
 Measures: reading 100 B and 10 KB records (tfhadoop.connectors TFRecordReader vs
 tf.data.TFRecordDataset iterated from Python, eager and as_numpy_iterator, plus TF batched as a

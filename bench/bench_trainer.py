@@ -12,37 +12,25 @@
 - seconds from ``submit()`` to the first completed wave, for every job.
 
 Workers read their shards over hdfs:// (no localization), so the input path is measured where it
-lies: TFRecordDataset over hdfs:// vs local files in bench/bench_tfhdfs.py, a task's cost by its
-position in a shard in bench/bench_task_offsets.py, and training throughput against model.fit
-under ParameterServerStrategy in bench/bench_trainer_peers.py.
+lies: TFRecordDataset over hdfs:// vs local files in bench.bench_tfhdfs, a task's cost by its
+position in a shard in bench.bench_task_offsets, and training throughput against model.fit
+under ParameterServerStrategy in bench.bench_trainer_peers and bench.bench_trainer_steps.
 
 Reproduce (≈ 25 min; starts and stops its own embedded cluster unless HADOOP_CONF_DIR is set):
 
-    .venv/bin/python bench/bench_trainer.py [--json /tmp/bench_trainer.json]
+    .venv/bin/python -m bench.bench_trainer [--json /tmp/bench_trainer.json]
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
-import shutil
-import sys
-import tempfile
+import subprocess
 import threading
 import time
 import uuid
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-MODELS = os.path.join(ROOT, "tests", "trainer")
-sys.path.insert(0, MODELS)
-
-for _k, _v in {"TF_USE_LEGACY_KERAS": "1", "GRPC_FAIL_FAST": "use_caller", "TF_CPP_MIN_LOG_LEVEL": "2"}.items():
-    os.environ.setdefault(_k, _v)
-
-
-def log(*args):
-    print(time.strftime("%H:%M:%S"), *args, flush=True)
+from bench.common import ROOT, TEST_MODELS_DIR, bench_cluster, events, log, lost_events, metrics, preempt, tf_env
 
 
 # -- a training job and what happens to it ------------------------------------------------------
@@ -55,7 +43,6 @@ class Watch:
         self.app_id, self.epochs = app_id, expected_epochs
         self.progress, self.up, self.containers, self.events = [], {}, {}, []
         self.faults, self.notes = [], []
-        self.urgent = None
 
     def follow_progress(self, app, stop: threading.Event) -> None:
         """Every `progress` value the coordinator publishes (one per wave, with its own timestamp),
@@ -89,27 +76,8 @@ class Watch:
         except Exception:  # noqa: BLE001 - application going away
             pass
 
-    def lost(self):
-        return [e for e in self.events if e["event"] == "container_lost"]
-
-    def start_urgent(self, client, memory_mb: int, tasks: int) -> None:
-        """An app in `urgent` that needs more than `train` leaves free: YARN preempts a container."""
-        import skein
-
-        spec = skein.ApplicationSpec(
-            name="bench-urgent", queue="urgent", max_attempts=1,
-            master=skein.Master(resources=skein.Resources(memory=256, vcores=1)),
-            services={"task": skein.Service(instances=tasks, resources=skein.Resources(memory=memory_mb, vcores=1),
-                                            script="sleep 900")})
-        self.urgent = client.submit(spec)
-
-    def stop_urgent(self, client) -> None:
-        if self.urgent:
-            try:
-                client.kill_application(self.urgent)
-            except Exception as exc:  # noqa: BLE001 - already gone
-                log("urgent app:", exc)
-            self.urgent = None
+    def lost(self) -> list[dict]:
+        return lost_events(self.events)
 
 
 def run_job(args, dataset: str, tag: str, epochs: int, fault: str | None) -> dict:
@@ -126,12 +94,13 @@ def run_job(args, dataset: str, tag: str, epochs: int, fault: str | None) -> dic
                   export_dir=f"{run}/model", workers=3, min_workers=1, ps=1, worker_memory=args.worker_memory,
                   ps_memory="1g", master_memory="2g", queue="train", epochs=epochs, batch_size=args.batch_size,
                   task_records=args.task_records, checkpoint_secs=args.checkpoint_secs,
-                  name=f"bench-trainer-{tag}", python_path=[MODELS]).validate()
+                  name=f"bench-trainer-{tag}", python_path=[TEST_MODELS_DIR]).validate()
     log(f"[{tag}] submitting: 3 workers + 1 PS, {epochs} epochs, fault={fault}")
     t_submit = time.time()
     app_id = submit(job)
     result: dict = {}
-    follower = threading.Thread(target=lambda: result.update(follow(app_id, out=open(os.devnull, "w"))), daemon=True)
+    follower = threading.Thread(target=lambda: result.update(follow(app_id, job.checkpoint_dir, out=open(os.devnull, "w"))),
+                                daemon=True)
     follower.start()
     watch = Watch(app_id, epochs)
     with skein.Client() as client:
@@ -140,7 +109,6 @@ def run_job(args, dataset: str, tag: str, epochs: int, fault: str | None) -> dic
         poller = threading.Thread(target=watch.follow_progress, args=(app, stop), daemon=True)
         poller.start()
         next_fault = None
-        pending_loss = None  # (lost events before, time the urgent app was submitted)
         try:
             while follower.is_alive():
                 watch.poll(app, 3)
@@ -149,33 +117,31 @@ def run_job(args, dataset: str, tag: str, epochs: int, fault: str | None) -> dic
                     next_fault = now + (args.preempt_every if fault == "preempt" else args.ps_kill_after)
                 last = watch.progress[-1] if watch.progress else None
                 training = last is not None and not (last["epoch"] == epochs - 1 and last["examples"] == last["expected"])
-                if fault == "preempt" and pending_loss is None and next_fault and now >= next_fault and training:
-                    pending_loss = (len(watch.lost()), now)
-                    watch.start_urgent(client, args.urgent_memory, args.urgent_tasks)
-                    log(f"[{tag}] urgent app {watch.urgent} submitted (epoch {last['epoch']})")
-                if pending_loss is not None:
-                    new = watch.lost()[pending_loss[0]:]
+                if fault == "preempt" and next_fault and now >= next_fault and training:
+                    assert last is not None
+                    log(f"[{tag}] urgent app submitted (epoch {last['epoch']})")
+                    t_urgent, new = preempt(client, watch.lost, timeout=args.preempt_timeout,
+                                            running=follower.is_alive, tick=lambda: watch.poll(app, 3),
+                                            memory_mb=args.urgent_memory, containers=args.urgent_tasks)
                     if new:
-                        watch.stop_urgent(client)
                         e = new[0]
-                        watch.faults.append({"kind": "yarn_preemption", "urgent_submitted": pending_loss[1],
+                        watch.faults.append({"kind": "yarn_preemption", "urgent_submitted": t_urgent,
                                              "lost": e["time"], "role": e["role"], "slot": e["slot"],
                                              "container": e["container"], "diagnostics": e.get("diagnostics")})
                         log(f"[{tag}] lost {e['role']}:{e['slot']} ({e.get('diagnostics')}), "
-                            f"{e['time'] - pending_loss[1]:.1f} s after the urgent app; urgent app killed")
+                            f"{e['time'] - t_urgent:.1f} s after the urgent app; urgent app killed")
                         if e["role"] != "worker":
                             watch.notes.append(f"preemption took {e['role']}:{e['slot']}, not a worker")
-                        pending_loss, next_fault = None, next_fault + args.preempt_every
-                    elif now - pending_loss[1] > args.preempt_timeout:
-                        watch.stop_urgent(client)
+                    elif follower.is_alive():
                         running = [c for c in app.get_containers(services=["worker"]) if str(c.state) == "RUNNING"]
                         msg = f"no preemption within {args.preempt_timeout} s; killed {running[-1].id} through Skein"
                         log(f"[{tag}] " + msg)
                         watch.notes.append(msg)
                         app.kill_container(running[-1].id)
                         watch.faults.append({"kind": "skein_kill", "killed": time.time(), "container": running[-1].id})
-                        pending_loss = (len(watch.lost()), time.time())
+                    next_fault = next_fault + args.preempt_every
                 if fault == "ps" and next_fault and now >= next_fault and not watch.faults and training:
+                    assert last is not None
                     ps = [c for c in app.get_containers(services=["ps"]) if str(c.state) == "RUNNING"]
                     t_kill = time.time()
                     app.kill_container(ps[0].id)
@@ -184,7 +150,6 @@ def run_job(args, dataset: str, tag: str, epochs: int, fault: str | None) -> dic
                 time.sleep(0.5)
         finally:
             stop.set()
-            watch.stop_urgent(client)
     follower.join()
     poller.join()
     log(f"[{tag}] {result.get('final_status')} ({result.get('state')}) {str(result.get('diagnostics'))[:3000]}")
@@ -192,11 +157,9 @@ def run_job(args, dataset: str, tag: str, epochs: int, fault: str | None) -> dic
         for e in result.get("events") or []:
             log(f"[{tag}] event", json.dumps({k: v for k, v in e.items() if k != "cluster"})[:1500])
         raise RuntimeError(f"{tag} job {app_id} did not succeed: {result.get('diagnostics')}")
-    metrics = json.loads(hdfs.read_bytes(f"{run}/ckpt/metrics.json"))
-    events = [json.loads(x) for x in hdfs.read_bytes(f"{run}/ckpt/events.jsonl").decode().splitlines()]
     ckpts = sorted(int(n[len("ckpt-"):]) / 1e9 for n in hdfs.list_names(f"{run}/ckpt") if n.startswith("ckpt-"))
     return {"tag": tag, "app_id": app_id, "run": run, "submit": t_submit, "final_status": result.get("final_status"),
-            "metrics": metrics, "events": events, "checkpoints": ckpts, "progress": watch.progress,
+            "metrics": metrics(run), "events": events(run), "checkpoints": ckpts, "progress": watch.progress,
             "up": watch.up, "containers": watch.containers, "faults": watch.faults, "notes": watch.notes,
             "epochs": epochs, "dataset_records": None}
 
@@ -263,8 +226,6 @@ def ps_recovery(r: dict) -> dict:
 
 def git_state() -> dict:
     """The commit and the uncommitted trainer changes the run used (the tree is shared and moves)."""
-    import subprocess
-
     run = lambda *a: subprocess.run(["git", *a], cwd=ROOT, capture_output=True, text=True).stdout.strip()  # noqa: E731
     return {"head": run("rev-parse", "HEAD"), "dirty": run("status", "--short", "--", "trainer", "tfhadoop", "yarn")}
 
@@ -274,8 +235,9 @@ def fmt(v, unit="", nd=1):
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
+    doc = __doc__ or ""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=doc.split("\n\n", 1)[1])
     ap.add_argument("--json", default="/tmp/bench_trainer.json", help="where the JSON summary goes")
     ap.add_argument("--shards", type=int, default=8, help="train shards (gzip TFRecord)")
     ap.add_argument("--shard-records", type=int, default=12500, help="records per train shard")
@@ -302,52 +264,37 @@ def main() -> int:
     load_start = os.getloadavg()
     started = time.strftime("%Y-%m-%d %H:%M:%S %Z")
     log("load average at start:", load_start)
-    from tfhadoop import hadoop
+    tf_env()
+    from tests.trainer.trainer_test_models import write_dataset
 
-    cluster, state = None, None
-    if not os.environ.get("HADOOP_CONF_DIR"):
-        from tfhadoop.yarn.embedded import EmbeddedCluster
-
-        state = tempfile.mkdtemp(prefix="bench-trainer-cluster-")
-        cluster = EmbeddedCluster(state)
     out = {"started": started, "load_start": load_start, "args": vars(args), "git": git_state()}
     try:
-        if cluster is not None:
+        with bench_cluster() as cluster:
+            dataset = f"{cluster.fs}/tmp/bench-trainer/ds-{uuid.uuid4().hex[:6]}"
             t0 = time.time()
-            cluster.up()
-            os.environ[hadoop.STATE_DIR_ENV] = str(cluster.state_dir)
-            log(f"embedded cluster up in {time.time() - t0:.0f} s ({state})")
-        conf = hadoop.use_cluster(cluster.state_dir if cluster else None)
-        import trainer_test_models as models
+            write_dataset(dataset, train_shards=(args.shard_records,) * args.shards, eval_records=2000)
+            records = args.shards * args.shard_records
+            log(f"dataset: {records} train examples in {args.shards} gzip shards, written in {time.time() - t0:.0f} s")
+            out["dataset"] = {"url": dataset, "train_records": records, "shards": args.shards}
 
-        dataset = conf.default_fs.rstrip("/") + f"/tmp/bench-trainer/ds-{uuid.uuid4().hex[:6]}"
-        t0 = time.time()
-        models.write_dataset(dataset, train_shards=(args.shard_records,) * args.shards, eval_records=2000)
-        records = args.shards * args.shard_records
-        log(f"dataset: {records} train examples in {args.shards} gzip shards, written in {time.time() - t0:.0f} s")
-        out["dataset"] = {"url": dataset, "train_records": records, "shards": args.shards}
-
-        runs, out["errors"] = {}, {}
-        plan = [("baseline", args.epochs, None), ("preempt", args.epochs, "preempt"), ("ps", args.ps_epochs, "ps")]
-        if args.bracket:  # a second fault-free run after the faulted ones: load drifts on a shared host
-            plan.append(("baseline2", args.epochs, None))
-        for tag, epochs, fault in plan:
-            if tag in skip:
-                continue
-            try:
-                runs[tag] = run_job(args, dataset, tag, epochs, fault)
-            except Exception as exc:  # noqa: BLE001 - reported; the other measurements still run
-                log(f"[{tag}] FAILED: {type(exc).__name__}: {exc}")
-                out["errors"][tag] = f"{type(exc).__name__}: {exc}"
-        out["runs"] = {k: {**v, "summary": summarize(v, records)} for k, v in runs.items()}
-        if "preempt" in runs:
-            out["replacements"] = replacement_times(runs["preempt"])
-        if "ps" in runs:
-            out["ps_recovery"] = ps_recovery(runs["ps"])
+            runs, out["errors"] = {}, {}
+            plan = [("baseline", args.epochs, None), ("preempt", args.epochs, "preempt"), ("ps", args.ps_epochs, "ps")]
+            if args.bracket:  # a second fault-free run after the faulted ones: load drifts on a shared host
+                plan.append(("baseline2", args.epochs, None))
+            for tag, epochs, fault in plan:
+                if tag in skip:
+                    continue
+                try:
+                    runs[tag] = run_job(args, dataset, tag, epochs, fault)
+                except Exception as exc:  # noqa: BLE001 - reported; the other measurements still run
+                    log(f"[{tag}] FAILED: {type(exc).__name__}: {exc}")
+                    out["errors"][tag] = f"{type(exc).__name__}: {exc}"
+            out["runs"] = {k: {**v, "summary": summarize(v, records)} for k, v in runs.items()}
+            if "preempt" in runs:
+                out["replacements"] = replacement_times(runs["preempt"])
+            if "ps" in runs:
+                out["ps_recovery"] = ps_recovery(runs["ps"])
     finally:
-        if cluster is not None:
-            cluster.down()
-            shutil.rmtree(state, ignore_errors=True)
         out["load_end"] = os.getloadavg()
         out["finished"] = time.strftime("%Y-%m-%d %H:%M:%S %Z")
         with open(args.json, "w") as f:
@@ -410,4 +357,4 @@ def report(out: dict) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())
