@@ -178,7 +178,7 @@ def preempted(dataset: str, epochs: int, every: float, extra: list) -> dict:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--json")
     parser.add_argument("--parts", default="throughput,preemption",

@@ -254,7 +254,7 @@ def time_to_full_speed(progress, fault: dict, full: float, window: float = 30.0)
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--seed", type=int, default=12)
     ap.add_argument("--epochs", type=int, default=30)
     ap.add_argument("--shards", type=int, default=8)

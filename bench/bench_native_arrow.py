@@ -54,6 +54,7 @@ def decode_bench(n, groups, pure_n):
     schema = ar.infer_schema(recs)
     nfeat = 5 * groups
     spec = dataset.tf_parse_spec(dataset.parse_spec(schema))
+    assert isinstance(spec, dict)  # Examples: one dict (a (context, sequence) pair is for SequenceExamples)
     batches = [tf.constant(recs[i:i + 4096]) for i in range(0, n, 4096)]
     parse = tf.function(lambda x: tf.io.parse_example(x, spec))
     for b in batches[:2]:

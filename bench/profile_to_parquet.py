@@ -51,7 +51,7 @@ def main():
         for dic, groups, label in ((chosen, batches, "chosen dict, 64k rows"), (chosen, big, "chosen dict, 1M rows"),
                                    (True, batches, "dict on all, 64k rows")):
             def write(groups=groups, dic=dic, codec=codec):
-                with pq.ParquetWriter(out, groups[0].schema, compression=codec, use_dictionary=dic) as w:
+                with pq.ParquetWriter(out, groups[0].schema, compression=codec, use_dictionary=dic) as w:  # pyright: ignore[reportArgumentType] - pyarrow takes column names too
                     for b in groups:
                         w.write_batch(b)
             timed(f"Parquet encode + write, {codec}, {label}", write)
