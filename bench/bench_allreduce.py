@@ -8,8 +8,8 @@
   the stop request to the grown ring's first round once resources return;
 - goodput (``--parts goodput``): 3 workers, one preempted by YARN every ``--preempt-every`` s
   (an `urgent` application, shut down as soon as the loss is seen so the replacement can come)
-  vs the same job undisturbed: examples trained (each once) per second of the training loop, the
-  ratio, and per preemption the seconds from the loss to training again (ring of 2) and to full
+  vs the same job undisturbed: goodput (bench.common.goodput: undisturbed wall / preempted wall,
+  submit -> exit), and per preemption the seconds from the loss to training again (ring of 2) and to full
   speed (the ring of 3 grown back: its first round), with the steps redone.
 
 Reproduce (≈ 6 min; starts and stops its own embedded cluster unless HADOOP_CONF_DIR is set):
@@ -31,6 +31,7 @@ from bench.common import (
     TEST_MODELS_DIR,
     bench_cluster,
     events,
+    goodput,
     log,
     lost_events,
     metrics,
@@ -115,7 +116,7 @@ def preemption(dataset: str, epochs: int) -> dict:
     return out
 
 
-def goodput(dataset: str, epochs: int, every: float, commits: list[int]) -> dict:
+def goodput_part(dataset: str, epochs: int, every: float, commits: list[int]) -> dict:
     """The same 3-worker job undisturbed, then with a worker preempted every ``every`` s, once per
     ``--commit-every-steps`` value in ``commits`` (0: no in-memory commit, the HDFS checkpoint only)."""
     extra = ["--workers", "3", "--min-workers", "1", "--queue", "train", "--worker-memory", "4g"]
@@ -130,7 +131,7 @@ def goodput(dataset: str, epochs: int, every: float, commits: list[int]) -> dict
         key = f"preempted_commit_every_{n}"
         out[key] = preempted(dataset, epochs, every, [*extra, "--commit-every-steps", str(n)])
         # wall time: a re-formed ring's metrics.json counts only its last training process's seconds
-        out[key]["goodput_ratio"] = round(out["undisturbed"]["wall_s"] / out[key]["wall_s"], 2)
+        out[key]["goodput"] = round(goodput(out["undisturbed"]["wall_s"], out[key]["wall_s"]), 2)
         log("goodput", key, out[key])
     return out
 
@@ -201,7 +202,7 @@ def main() -> int:
         if "preemption" in args.parts:
             out["preemption"] = preemption(dataset, 12)
         if "goodput" in args.parts:
-            out["goodput"] = goodput(dataset, args.goodput_epochs, args.preempt_every,
+            out["goodput"] = goodput_part(dataset, args.goodput_epochs, args.preempt_every,
                                     [int(n) for n in args.goodput_commits.split(",")])
         out["load_after"] = os.getloadavg()[0]
     print(json.dumps(out, indent=1))

@@ -32,7 +32,18 @@ import threading
 import time
 import uuid
 
-from bench.common import TEST_MODELS_DIR, bench_cluster, events, log, lost_events, metrics, preempt, start_train, tf_env
+from bench.common import (
+    TEST_MODELS_DIR,
+    bench_cluster,
+    events,
+    goodput,
+    log,
+    lost_events,
+    metrics,
+    preempt,
+    start_train,
+    tf_env,
+)
 from tfhadoop.yarn.embedded import application_master_pid
 
 FAULTS = ("preempt", "kill_worker", "kill_ps", "kill_am", "restart_nm")
@@ -300,7 +311,7 @@ def report(out: dict, records: int) -> None:
               f"wall {r['wall_s']:.0f} s, per-epoch exact: {per == [records] * epochs} ({len(per)} epochs), "
               f"steps redone {steps_redone(r['progress'])}, coordinator starts {kinds.count('coordinator_started')}, "
               f"am restarts {kinds.count('am_restarted')}")
-    print(f"goodput (clean wall / chaos wall) = {c['wall_s'] / x['wall_s']:.3f} (target >= 0.7)")
+    print(f"goodput (clean wall / chaos wall) = {goodput(c['wall_s'], x['wall_s']):.3f} (target >= 0.7)")
     full = rate(c["progress"])
     print(f"fault-free rate {full:.1f} steps/s")
     for f in x["faults"]:

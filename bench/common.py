@@ -177,6 +177,12 @@ def preempt(client: Any, lost: Callable[[], list[dict]], timeout: float, running
     return t0, []
 
 
+def goodput(fault_free_wall_s: float, faulted_wall_s: float) -> float:
+    """The one definition of goodput (BENCHMARKS.md): the fault-free job's wall time (submit -> exit)
+    over the same job's under faults; both train the same examples, each exactly once."""
+    return fault_free_wall_s / faulted_wall_s
+
+
 def lost_events(events_list: list[dict]) -> list[dict]:
     """The ``container_lost`` events of an event list."""
     return [e for e in events_list if e.get("event") == "container_lost"]
