@@ -126,6 +126,8 @@ print(t_read, time.perf_counter() - t)
 def parquet_bench(mb, where):
     from tfhadoop.connectors.tfrecord import TFRecordWriter
 
+    if where:
+        os.makedirs(where, exist_ok=True)
     d = tempfile.mkdtemp(prefix="bench-parquet-", dir=where)
     per_file = 400_000  # ~53 MB files of ~115-byte Examples
     t0 = time.perf_counter()
