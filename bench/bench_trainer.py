@@ -49,7 +49,7 @@ from bench.common import (
 class Watch:
     """Polls a running job's Skein key-value store and containers (the values go away with the
     application): progress with the coordinator's own timestamps, each worker's `up` record, every
-    container's start/finish time. Also injects the faults asked for."""
+    container's start/finish time (``run_job`` injects the faults)."""
 
     def __init__(self, app_id: str, expected_epochs: int):
         self.app_id, self.epochs = app_id, expected_epochs
