@@ -78,11 +78,14 @@ def train_row(args, base: str, workers: int, batch: int, model: str, spe: str) -
     hdfs.delete(run)
     later = [s for s in samples if s.get("epoch", 0) >= 1]
     ex = lambda s: s["epoch"] * args.records + s["examples"]  # noqa: E731
-    rate = (ex(later[-1]) - ex(later[0])) / (later[-1]["time"] - later[0]["time"])
     # The coordinator's own account of each epoch: the tail (queue empty, last closures running)
     # and the checkpoints, which (b) does not write; averaged over the epochs after the first.
     timing = m.get("epoch_timing", [])[1:] or m.get("epoch_timing", [])
     mean = lambda key: round(sum(e[key] for e in timing) / len(timing), 3) if timing else None  # noqa: E731
+    if len(later) >= 2 and later[-1]["time"] > later[0]["time"]:
+        rate = (ex(later[-1]) - ex(later[0])) / (later[-1]["time"] - later[0]["time"])
+    else:  # epochs too short for two progress samples after the first: the coordinator's epoch time
+        rate = args.records / (mean("seconds") or m["train_seconds"] / args.epochs)
     return {"steady": rate, "wall_s": wall, "loss": m["epochs"][-1]["mean_loss"],
             "steps_per_execution": m.get("steps_per_execution"), "epoch_s": mean("seconds"),
             "tail_s": mean("tail_s"), "checkpoint_s": mean("end_checkpoint_s"),
