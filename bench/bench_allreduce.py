@@ -55,14 +55,16 @@ def train_args(dataset: str, strategy: str, model: str, epochs: int, extra=()) -
                  "--worker-memory", "1g", *(["--ps", "1"] if strategy == "ps" else []), *extra]
 
 
-def wait_for(proc: subprocess.Popen[str], run: str, seen) -> list[dict]:
-    """The job's events once ``seen(events)`` holds; exits with the job's output if it ended first."""
+def wait_for(proc: subprocess.Popen[str], run: str, seen, what: str) -> list[dict]:
+    """The job's events once ``seen(events)`` holds; exits saying so, with the job's output, if the
+    job ended first (e.g. before a preemption landed: give it more epochs)."""
     while True:
         ev = events(run)
         if seen(ev):
             return ev
         if proc.poll() is not None:
-            raise SystemExit((proc.stderr.read() if proc.stderr else "")[-3000:])
+            out, err = proc.communicate()
+            raise SystemExit(f"the job ended (exit {proc.returncode}) before {what}:\n{(out + err)[-3000:]}")
         time.sleep(1)
 
 
@@ -89,12 +91,13 @@ def preemption(dataset: str, epochs: int) -> dict:
                            extra=["--min-workers", "1", "--queue", "train", "--worker-memory", "5g"])
     proc = start_train(run, *args)
     try:
-        wait_for(proc, run, lambda ev: any(e["event"] == "first_round" for e in ev))
+        wait_for(proc, run, lambda ev: any(e["event"] == "first_round" for e in ev), "its first round")
         time.sleep(10)
         with skein.Client() as client, urgent_app(client):  # takes a `train` worker back
-            ev = wait_for(proc, run, lambda ev: any(e["event"] == "ring_reformed" for e in ev))
+            ev = wait_for(proc, run, lambda ev: any(e["event"] == "ring_reformed" for e in ev), "a worker was preempted")
             reformed = [e for e in ev if e["event"] == "ring_reformed"][0]
-            wait_for(proc, run, lambda ev: any(e["event"] == "first_round" and e["gen"] == reformed["gen"] for e in ev))
+            wait_for(proc, run, lambda ev: any(e["event"] == "first_round" and e["gen"] == reformed["gen"] for e in ev),
+                     "the re-formed ring trained")
             time.sleep(10)
         proc.communicate(timeout=900)
     finally:
@@ -144,7 +147,7 @@ def preempted(dataset: str, epochs: int, every: float, extra: list) -> dict:
     t0 = time.monotonic()
     preemptions = 0
     with skein.Client() as client:
-        wait_for(proc, run, lambda ev: any(e["event"] == "first_round" for e in ev))
+        wait_for(proc, run, lambda ev: any(e["event"] == "first_round" for e in ev), "its first round")
         next_at = time.monotonic() + every
         while proc.poll() is None:
             if time.monotonic() < next_at:
@@ -184,6 +187,8 @@ def main() -> int:
     parser.add_argument("--json")
     parser.add_argument("--parts", default="throughput,preemption",
                         help="comma-separated: throughput, preemption, goodput")
+    parser.add_argument("--preemption-epochs", type=int, default=12,
+                        help="preemption: epochs of the job (more when the host is slow to preempt)")
     parser.add_argument("--goodput-epochs", type=int, default=40)
     parser.add_argument("--preempt-every", type=float, default=120)
     parser.add_argument("--goodput-commits", default="20,0",
@@ -200,7 +205,7 @@ def main() -> int:
             out["linear"] = throughput(dataset, LINEAR, args.epochs)
             out["mlp"] = throughput(dataset, "job_models:mlp", args.epochs)
         if "preemption" in args.parts:
-            out["preemption"] = preemption(dataset, 12)
+            out["preemption"] = preemption(dataset, args.preemption_epochs)
         if "goodput" in args.parts:
             out["goodput"] = goodput_part(dataset, args.goodput_epochs, args.preempt_every,
                                     [int(n) for n in args.goodput_commits.split(",")])

@@ -61,7 +61,7 @@ REST = [
     Bench("bench_split_index", ("--rows", "4000000", "--repeat", "2", "--nested-mb", "256"),
           ("--rows", "20000", "--repeat", "1", "--nested-mb", "170"), 6),
     Bench("bench_allreduce", ("--parts", "preemption,goodput", "--goodput-epochs", "80", "--preempt-every", "120"),
-          ("--parts", "preemption"), 25),
+          ("--parts", "preemption", "--preemption-epochs", "40"), 25),
     Bench("bench_trainer", (), ("--epochs", "3", "--ps-epochs", "3", "--no-bracket", "--preempt-every", "20", "--ps-kill-after", "10"), 16),
     Bench("bench_chaos", ("--seed", "12", "--epochs", "100"), ("--seed", "12", "--epochs", "10", "--horizon", "120"), 19),
 ]
