@@ -65,6 +65,9 @@ def bench_cluster(state_dir: str | None = None, fresh: bool = False) -> Iterator
     if os.environ.get("HADOOP_CONF_DIR") and not fresh:
         yield BenchCluster(hadoop.use_cluster(None), None)
         return
+    # An embedded cluster from here on: a HADOOP_CONF_DIR left by an outer use_cluster (bench.suite's
+    # shared cluster, inherited) would point this process's clients and its children elsewhere.
+    os.environ.pop("HADOOP_CONF_DIR", None)
     state = None if fresh else state_dir or os.environ.get(hadoop.STATE_DIR_ENV)
     temporary = state is None
     cluster = EmbeddedCluster(state or tempfile.mkdtemp(prefix="tfhadoop-bench-"))
