@@ -4,7 +4,8 @@
   (PS mode: + 1 parameter server and the coordinator): the job's own ``metrics.json``
   (examples trained / seconds of its training loop), and submit -> end wall time;
 - an allreduce job whose worker is preempted by YARN (an application in the `urgent` queue):
-  seconds from the loss to the re-formed ring's first round (``first_round`` event), and from
+  seconds from the loss to the first round of a ring without it (``first_round`` event; that ring
+  is formed on YARN's preemption warning when one comes, so it can precede the loss), and from
   the stop request to the grown ring's first round once resources return;
 - goodput (``--parts goodput``): 3 workers, one preempted by YARN every ``--preempt-every`` s
   (an `urgent` application, shut down as soon as the loss is seen so the replacement can come)
@@ -43,6 +44,14 @@ from bench.common import (
 )
 
 LINEAR = "trainer_test_models:linear"
+# A ring without the preempted worker: re-formed after the loss, or shrunk (or restarted) on YARN's
+# preemption warning, which comes ~10 s before the container is lost (issue 12).
+NEW_RING = ("ring_reformed", "ring_shrunk", "ring_restarted")
+
+
+def since_warning(lost: dict) -> float:
+    """When the job first knew of a loss: its warning when one came (``warned_s`` before it)."""
+    return lost["time"] - (lost.get("warned_s") or 0)
 
 
 def train_args(dataset: str, strategy: str, model: str, epochs: int, extra=()) -> tuple[str, list[str]]:
@@ -94,8 +103,9 @@ def preemption(dataset: str, epochs: int) -> dict:
         wait_for(proc, run, lambda ev: any(e["event"] == "first_round" for e in ev), "its first round")
         time.sleep(10)
         with skein.Client() as client, urgent_app(client):  # takes a `train` worker back
-            ev = wait_for(proc, run, lambda ev: any(e["event"] == "ring_reformed" for e in ev), "a worker was preempted")
-            reformed = [e for e in ev if e["event"] == "ring_reformed"][0]
+            ev = wait_for(proc, run, lambda ev: any(e["event"] in NEW_RING for e in ev),
+                          "a ring without the preempted worker")
+            reformed = [e for e in ev if e["event"] in NEW_RING][0]
             wait_for(proc, run, lambda ev: any(e["event"] == "first_round" and e["gen"] == reformed["gen"] for e in ev),
                      "the re-formed ring trained")
             time.sleep(10)
@@ -107,6 +117,8 @@ def preemption(dataset: str, epochs: int) -> dict:
     lost = lost_events(ev)[0]
     first = {e["gen"]: e["time"] for e in ev if e["event"] == "first_round"}
     out = {"returncode": proc.returncode, "lost_diagnostics": lost.get("diagnostics"),
+           "new_ring": reformed["event"], "warned_s": lost.get("warned_s"),
+           # negative: the ring was re-formed on the warning, before the container was lost
            "loss_to_reformed_ring_s": round(reformed["time"] - lost["time"], 1),
            "loss_to_training_again_s": round(first[reformed["gen"]] - lost["time"], 1)}
     grown = [e for e in ev if e["event"] == "ring_grown"]
@@ -164,10 +176,10 @@ def preempted(dataset: str, epochs: int, every: float, extra: list) -> dict:
     m, ev = metrics(run), events(run)
     examples = [e["examples"] for e in m["epochs"]]
     first = {e["gen"]: e for e in ev if e["event"] == "first_round"}
-    rings = [e for e in ev if e["event"] in ("ring_formed", "ring_reformed", "ring_grown")]
+    rings = [e for e in ev if e["event"] in ("ring_formed", *NEW_RING, "ring_grown")]
     recoveries = []
     for lost in lost_events(ev):
-        later = [r for r in rings if r["time"] >= lost["time"]]
+        later = [r for r in rings if r["time"] >= since_warning(lost)]
         again = next((first[r["gen"]] for r in later if r["gen"] in first), None)
         full = next((first[r["gen"]] for r in later if r["workers"] == 3 and r["gen"] in first), None)
         recoveries.append({"preempted": lost["preempted"], "restored_from": again.get("restored_from") if again else None,
