@@ -7,7 +7,7 @@ SBT := tools/sbt
 JVM_SOURCES := $(shell find connectors spark yarn -path '*/target' -prune -o \( -name '*.java' -o -name '*.scala' -o -path '*/resources/*' \) -print 2>/dev/null)
 PYTEST_ARGS ?=
 
-.PHONY: help setup venv jars native lint test test-jvm test-native test-python test-fast demo demo-secure bench clean cluster-up cluster-down
+.PHONY: help setup venv jars native lint test test-jvm test-native test-python test-fast demo demo-secure bench bench-all bench-smoke clean cluster-up cluster-down
 
 help:
 	@echo "make demo        bring the embedded cluster up, run the main job end to end, tear down"
@@ -16,7 +16,9 @@ help:
 	@echo "make test-fast   the suite without tests marked slow"
 	@echo "make setup       venvs (.venv: pyspark 4.3 + TF; .venv35: pyspark 3.5), jars/, Hadoop artifacts"
 	@echo "make lint        ruff and Pyright over every Python file (part of make test)"
-	@echo "make bench       benchmarks in bench/ (see BENCHMARKS.md)"
+	@echo "make bench       the headline benchmarks (the current figures of BENCHMARKS.md), <= 20 min on 2 cores"
+	@echo "make bench-all   the headline benchmarks and all the others (hours: trainer, chaos, scaling)"
+	@echo "make bench-smoke every benchmark in its smallest configuration (does it still run?)"
 
 setup: venv jars native
 
@@ -90,8 +92,15 @@ demo-secure: setup
 	@tools/ensure-krb5 >/dev/null
 	$(VENV)/bin/tfhadoop demo --secure
 
+# The suites are listed in bench/suite.py (one embedded cluster shared by the benches of a run).
 bench: setup
-	@for b in bench/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+	$(PY) -m bench.suite headline
+
+bench-all: setup
+	$(PY) -m bench.suite all
+
+bench-smoke: setup
+	$(PY) -m bench.suite all --smoke
 
 cluster-up: setup
 	$(VENV)/bin/tfhadoop cluster up

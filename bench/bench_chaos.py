@@ -18,7 +18,7 @@ at >= 80 % of the fault-free step rate again (over a 30 s window, past its step 
 
 Reproduce (starts and stops its own embedded cluster):
 
-    /work/bin/heavy .venv/bin/python bench/bench_chaos.py --seed 12 --epochs 30 [--json /tmp/chaos.json]
+    .venv/bin/python -m bench.bench_chaos --seed 12 --epochs 30 [--json /tmp/chaos.json]
 """
 from __future__ import annotations
 
@@ -26,28 +26,28 @@ import argparse
 import json
 import os
 import random
-import shutil
 import signal
 import subprocess
-import sys
-import tempfile
 import threading
 import time
 import uuid
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-MODELS = os.path.join(ROOT, "tests", "trainer")
-sys.path.insert(0, MODELS)
-
-from tfhadoop.yarn.embedded import application_master_pid  # noqa: E402
+from bench.common import (
+    TEST_MODELS_DIR,
+    bench_cluster,
+    events,
+    goodput,
+    log,
+    lost_events,
+    metrics,
+    preempt,
+    start_train,
+    tf_env,
+)
+from tfhadoop.yarn.embedded import application_master_pid
 
 FAULTS = ("preempt", "kill_worker", "kill_ps", "kill_am", "restart_nm")
 WORKERS = 3
-
-
-def log(*args):
-    print(time.strftime("%H:%M:%S"), *args, flush=True)
 
 
 def fault_plan(seed: int, horizon_s: float) -> list[tuple[float, str]]:
@@ -66,25 +66,27 @@ class Job:
 
     def __init__(self, args, dataset: str, tag: str):
         self.tag = tag
-        self.run = os.environ["BENCH_FS"] + f"/tmp/bench-chaos/{tag}-{uuid.uuid4().hex[:6]}"
-        cmd = [sys.executable, "-m", "tfhadoop", "train", "--model", "trainer_test_models:linear",
-               "--python-path", MODELS, "--data", dataset, "--label", "y", "--workers", str(WORKERS),
-               "--min-workers", "1", "--ps", "1", "--worker-memory", args.worker_memory, "--ps-memory", "1g",
-               "--queue", "train", "--epochs", str(args.epochs), "--batch-size", "64",
-               "--task-records", "1000", "--checkpoint-secs", str(args.checkpoint_secs),
-               "--hang-timeout", "60", "--max-worker-restarts", "50", "--max-ps-restarts", "20",
-               "--checkpoint-dir", f"{self.run}/ckpt", "--export-dir", f"{self.run}/model"]
+        self.run = f"{dataset.rsplit('/', 1)[0]}/{tag}-{uuid.uuid4().hex[:6]}"
         self.t_submit = time.time()
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        self.app_id = None
-        for line in self.proc.stdout:
+        self.t_end: float | None = None
+        self.proc: subprocess.Popen[str] = start_train(
+            self.run, "--model", "trainer_test_models:linear", "--python-path", TEST_MODELS_DIR, "--data", dataset,
+            "--label", "y", "--workers", str(WORKERS), "--min-workers", "1", "--ps", "1",
+            "--worker-memory", args.worker_memory, "--ps-memory", "1g", "--queue", "train",
+            "--epochs", str(args.epochs), "--batch-size", "64", "--task-records", "1000",
+            "--checkpoint-secs", str(args.checkpoint_secs), "--hang-timeout", "60",
+            "--max-worker-restarts", "50", "--max-ps-restarts", "20")
+        assert self.proc.stdout is not None and self.proc.stderr is not None
+        stdout, stderr = self.proc.stdout, self.proc.stderr
+        self.app_id = ""
+        for line in stdout:
             if line.startswith("application "):
                 self.app_id = line.split()[1]
                 break
-        if self.app_id is None:
-            raise RuntimeError("no application id: " + self.proc.stderr.read()[-3000:])
-        self.rest = []
-        threading.Thread(target=lambda: self.rest.extend(self.proc.stdout), daemon=True).start()
+        if not self.app_id:
+            raise RuntimeError("no application id: " + stderr.read()[-3000:])
+        self.rest: list[str] = []
+        threading.Thread(target=lambda: self.rest.extend(stdout), daemon=True).start()
         self.progress: list[dict] = []
         self._app = None
 
@@ -98,7 +100,7 @@ class Job:
                         if str(c.application_report(self.app_id).state) != "RUNNING":
                             return None
                     self._app = skein.Client().connect(self.app_id, wait=False)
-                v = self._app.kv.get(key)
+                v = self._app.kv.get(key)  # pyright: ignore[reportAttributeAccessIssue] - skein's kv is a cached_property
                 return json.loads(v.decode()) if v else None
             except Exception:  # noqa: BLE001 - master between attempts
                 self._app = None
@@ -117,13 +119,11 @@ class Job:
 
 
 def read_results(job: Job) -> dict:
-    from tfhadoop.connectors import hdfs
-
-    out = {"returncode": job.proc.returncode, "wall_s": job.t_end - job.t_submit,
-           "stdout_tail": "".join(job.rest)[-1500:]}
+    out: dict = {"returncode": job.proc.returncode, "wall_s": (job.t_end or time.time()) - job.t_submit,
+                 "stdout_tail": "".join(job.rest)[-1500:]}
     try:
-        out["metrics"] = json.loads(hdfs.read_bytes(f"{job.run}/ckpt/metrics.json"))
-        out["events"] = [json.loads(x) for x in hdfs.read_bytes(f"{job.run}/ckpt/events.jsonl").decode().splitlines()]
+        out["metrics"] = metrics(job.run)
+        out["events"] = events(job.run)
     except Exception as exc:  # noqa: BLE001 - reported
         out["error"] = repr(exc)
     return out
@@ -146,7 +146,6 @@ class Injector:
     def __init__(self, cluster, client, job: Job, args):
         self.cluster, self.client, self.job, self.args = cluster, client, job, args
         self.nm = None
-        self.urgent = None
         self.rng = random.Random(args.seed + 1)
 
     def start_nm(self):
@@ -178,48 +177,36 @@ class Injector:
             else:
                 rec["skipped"] = "no AM process"
         elif kind == "restart_nm":
+            assert self.nm is not None
             rec["containers_killed"] = self.nm.kill()
             time.sleep(20)
             self.start_nm()
             rec["restarted"] = time.time()
         elif kind == "preempt":
-            import skein
-
-            lost_before = len(self._lost())
-            self.urgent = self.client.submit(skein.ApplicationSpec(
-                name="chaos-urgent", queue="urgent", max_attempts=1,
-                master=skein.Master(resources=skein.Resources(memory=256, vcores=1)),
-                services={"task": skein.Service(instances=3, resources=skein.Resources(memory=2048, vcores=1),
-                                                script="sleep 900")}))
-            t0 = time.time()
-            while time.time() - t0 < 90 and not job.done():
-                new = self._lost()[lost_before:]
-                if new:
-                    rec.update(role=new[0]["role"], slot=new[0]["slot"], diagnostics=new[0].get("diagnostics"),
-                               lost_after_s=round(new[0]["time"] - t0, 1))
-                    break
-                time.sleep(1)
+            t0, new = preempt(self.client, self._lost, timeout=90, running=lambda: not job.done(),
+                              name="chaos-urgent")
+            if new:
+                rec.update(role=new[0]["role"], slot=new[0]["slot"], diagnostics=new[0].get("diagnostics"),
+                           lost_after_s=round(new[0]["time"] - t0, 1))
             else:
                 rec["fallback"] = "no preemption within 90 s: a worker was SIGKILLed instead"
-            self.client.kill_application(self.urgent)
-            self.urgent = None
             if "fallback" in rec and not job.done():
                 rec.update(self.apply("kill_worker"))
                 rec["kind"] = "preempt"
         return rec
 
-    def _lost(self):
-        return [e for e in (self.job.kv("events") or []) if e.get("event") == "container_lost"]
+    def _lost(self) -> list[dict]:
+        return lost_events(self.job.kv("events") or [])
 
 
 def run_chaos(args, dataset, cluster, plan) -> dict:
     import skein
 
     with skein.Client() as client:
-        inj = Injector(cluster, client, None, args)
-        inj.start_nm()
+        nm = cluster.start_node_manager("127.0.0.2", memory_mb=args.nm_memory, vcores=4)
         job = Job(args, dataset, "chaos")
-        inj.job = job
+        inj = Injector(cluster, client, job, args)
+        inj.nm = nm
         log(f"[chaos] {job.app_id} submitted")
         faults, t_first, i = [], None, 0
         try:
@@ -235,8 +222,6 @@ def run_chaos(args, dataset, cluster, plan) -> dict:
                     i += 1
                 time.sleep(0.5)
         finally:
-            if inj.urgent is not None:
-                client.kill_application(inj.urgent)
             if inj.nm is not None:
                 inj.nm.kill()
             if not job.done():
@@ -280,7 +265,7 @@ def time_to_full_speed(progress, fault: dict, full: float, window: float = 30.0)
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--seed", type=int, default=12)
     ap.add_argument("--epochs", type=int, default=30)
     ap.add_argument("--shards", type=int, default=8)
@@ -294,27 +279,18 @@ def main() -> int:
     plan = fault_plan(args.seed, args.horizon)
     log(f"seed {args.seed}: fault plan (s after the first wave): {plan}")
     log("load average at start:", os.getloadavg())
-    from tfhadoop import hadoop
-    from tfhadoop.yarn.embedded import EmbeddedCluster
+    tf_env()
+    from tests.trainer.trainer_test_models import write_dataset
 
-    state = tempfile.mkdtemp(prefix="bench-chaos-cluster-")
-    cluster = EmbeddedCluster(state)
     out = {"args": vars(args), "plan": plan, "load_start": os.getloadavg(), "started": time.strftime("%H:%M:%S")}
+    records = args.shards * args.shard_records
     try:
-        cluster.up()
-        os.environ[hadoop.STATE_DIR_ENV] = str(cluster.state_dir)
-        conf = hadoop.use_cluster(cluster.state_dir)
-        os.environ["BENCH_FS"] = conf.default_fs.rstrip("/")
-        import trainer_test_models as models
-
-        dataset = os.environ["BENCH_FS"] + f"/tmp/bench-chaos/ds-{uuid.uuid4().hex[:6]}"
-        models.write_dataset(dataset, train_shards=(args.shard_records,) * args.shards, eval_records=2000)
-        records = args.shards * args.shard_records
-        out["clean"] = run_clean(args, dataset)
-        out["chaos"] = run_chaos(args, dataset, cluster, plan)
+        with bench_cluster(fresh=True) as cluster:  # its own: the bench adds a NodeManager and kills it
+            dataset = f"{cluster.fs}/tmp/bench-chaos/ds-{uuid.uuid4().hex[:6]}"
+            write_dataset(dataset, train_shards=(args.shard_records,) * args.shards, eval_records=2000)
+            out["clean"] = run_clean(args, dataset)
+            out["chaos"] = run_chaos(args, dataset, cluster.embedded, plan)
     finally:
-        cluster.down()
-        shutil.rmtree(state, ignore_errors=True)
         out["load_end"] = os.getloadavg()
         out["finished"] = time.strftime("%H:%M:%S")
         with open(args.json, "w") as f:
@@ -335,7 +311,7 @@ def report(out: dict, records: int) -> None:
               f"wall {r['wall_s']:.0f} s, per-epoch exact: {per == [records] * epochs} ({len(per)} epochs), "
               f"steps redone {steps_redone(r['progress'])}, coordinator starts {kinds.count('coordinator_started')}, "
               f"am restarts {kinds.count('am_restarted')}")
-    print(f"goodput (clean wall / chaos wall) = {c['wall_s'] / x['wall_s']:.3f} (target >= 0.7)")
+    print(f"goodput (clean wall / chaos wall) = {goodput(c['wall_s'], x['wall_s']):.3f} (target >= 0.7)")
     full = rate(c["progress"])
     print(f"fault-free rate {full:.1f} steps/s")
     for f in x["faults"]:
@@ -348,4 +324,4 @@ def report(out: dict, records: int) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

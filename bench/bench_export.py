@@ -1,7 +1,7 @@
 """Export throughput: `tfhadoop export` of a Hive table to sharded TFRecords on the embedded HDFS vs
 writing the same table as Parquet to the same HDFS, in one run and one Spark session.
 
-    .venv/bin/python bench/bench_export.py --rows 1000000
+    .venv/bin/python -m bench.bench_export --rows 1000000
 
 Prints seconds, rows/s and the ratio export/Parquet (target >= 0.8) for uncompressed output
 (export compression=none vs Parquet uncompressed) and gzip output (both gzip). The variants run
@@ -15,22 +15,22 @@ import json
 import time
 import uuid
 
-from benchcluster import bench_cluster
+from bench.common import bench_cluster
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--shards", type=int, default=8)
     ap.add_argument("--repeat", type=int, default=3, help="best of N interleaved rounds")
     ap.add_argument("--state-dir", help="a running embedded cluster to use")
     args = ap.parse_args()
 
-    with bench_cluster(args.state_dir) as conf:
-        return run(args, conf)
+    with bench_cluster(args.state_dir) as cluster:
+        return run(args, cluster.fs)
 
 
-def run(args, conf) -> int:
+def run(args, fs: str) -> int:
     from tfhadoop.spark.export import ExportOptions, run_export
     from tfhadoop.spark.session import hive_session
 
@@ -42,9 +42,9 @@ def run(args, conf) -> int:
         "transform(sequence(1, 32), k -> cast(k * id as float)) as fa",
         "array(concat('a', id % 7), concat('b', id % 11), 'c') as sa", "cast(id % 2 as bigint) as label",
     ).write.format("parquet").saveAsTable(table)
-    base = conf.default_fs.rstrip("/") + f"/bench/{table}"
+    base = f"{fs}/bench/{table}"
 
-    variants = {"export-none": None, "parquet-none": None, "export-gzip": None, "parquet-gzip": None}
+    variants: dict[str, float] = {}
 
     def export(compression):
         return lambda: run_export(spark, ExportOptions(output=f"{base}/tfr-{compression}", table=table,
@@ -61,7 +61,7 @@ def run(args, conf) -> int:
             t0 = time.perf_counter()
             job()
             dt = time.perf_counter() - t0
-            variants[name] = dt if variants[name] is None else min(variants[name], dt)
+            variants[name] = min(variants.get(name, dt), dt)
     results = {"rows": args.rows, "shards": args.shards, "repeat": args.repeat}
     for label, codec in (("uncompressed", "none"), ("gzip", "gzip")):
         t_ours, t_peer = variants[f"export-{codec}"], variants[f"parquet-{codec}"]

@@ -2,7 +2,7 @@
 one thread) and vs the pure-Python reference path, 5 and 50 features; to-parquet of a large
 dataset (MB/s and peak memory). One core for everyone: TF is pinned to 1 intra/inter-op thread.
 
-    .venv/bin/python bench/bench_native_arrow.py [--rows 100000] [--parquet-mb 1000] [--parquet-dir DIR]
+    .venv/bin/python -m bench.bench_native_arrow [--rows 100000] [--parquet-mb 1000] [--parquet-dir DIR]
 """
 from __future__ import annotations
 
@@ -54,6 +54,7 @@ def decode_bench(n, groups, pure_n):
     schema = ar.infer_schema(recs)
     nfeat = 5 * groups
     spec = dataset.tf_parse_spec(dataset.parse_spec(schema))
+    assert isinstance(spec, dict)  # Examples: one dict (a (context, sequence) pair is for SequenceExamples)
     batches = [tf.constant(recs[i:i + 4096]) for i in range(0, n, 4096)]
     parse = tf.function(lambda x: tf.io.parse_example(x, spec))
     for b in batches[:2]:
@@ -125,6 +126,8 @@ print(t_read, time.perf_counter() - t)
 def parquet_bench(mb, where):
     from tfhadoop.connectors.tfrecord import TFRecordWriter
 
+    if where:
+        os.makedirs(where, exist_ok=True)
     d = tempfile.mkdtemp(prefix="bench-parquet-", dir=where)
     per_file = 400_000  # ~53 MB files of ~115-byte Examples
     t0 = time.perf_counter()

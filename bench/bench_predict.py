@@ -2,7 +2,7 @@
 executor process) vs a naive pandas UDF that loads the SavedModel in every batch, vs tf-keras
 ``model.predict`` in this one process on the same rows.
 
-    .venv/bin/python bench/bench_predict.py [--rows 400000] [--cores 2] [--width 32] [--hidden 256]
+    .venv/bin/python -m bench.bench_predict [--rows 400000] [--cores 2] [--width 32] [--hidden 256]
 
 Spark runs local[--cores] on this host; the model is an MLP (width -> hidden -> hidden -> 1) saved
 as a SavedModel on local disk. Each Spark variant scores a cached DataFrame into the ``noop``
@@ -57,11 +57,11 @@ def naive_udf(folder: str):
         import tensorflow as tf
 
         fn = tf.saved_model.load(folder).signatures["serving_default"]
-        arr = np.stack(x.to_numpy()).astype(np.float32)
+        arr = np.stack(x.tolist()).astype(np.float32)
         return pd.Series(fn(x=tf.constant(arr))["score"].numpy()[:, 0])
 
     naive.__annotations__ = {"x": pd.Series, "return": pd.Series}  # real types: this module defers annotations
-    return F.pandas_udf(naive, "float")
+    return F.pandas_udf(naive, "float")  # pyright: ignore[reportCallIssue, reportArgumentType] - PySpark's stubs type only the decorator forms
 
 
 def floor_frame(df):
@@ -73,7 +73,7 @@ def floor_frame(df):
     from pyspark.sql.types import FloatType, StructField, StructType
 
     if hasattr(F, "arrow_udf"):
-        zeros = F.arrow_udf(lambda x: pa.array(np.zeros(len(x), dtype=np.float32)), "float")
+        zeros = F.arrow_udf(lambda x: pa.array(np.zeros(len(x), dtype=np.float32)), "float")  # pyright: ignore[reportCallIssue, reportArgumentType] - as above
         return df.withColumn("prediction", zeros("x"))
 
     def append_zeros(batches):
@@ -175,6 +175,7 @@ def main() -> int:
     import tf_keras
 
     keras_model = tf_keras.models.load_model(folder)
+    assert keras_model is not None
     keras_model.predict(x[:20000], batch_size=10000, verbose=0)  # warm (graph tracing)
     c0, w0 = cpu_seconds(), time.perf_counter()
     keras_model.predict(x, batch_size=10000, verbose=0)

@@ -1,6 +1,6 @@
 """Python TFRecord library vs TensorFlow, same files, same run.
 
-    .venv/bin/python bench/bench_python_records.py [--small-mb 10] [--large-mb 100] [--hdfs]
+    .venv/bin/python -m bench.bench_python_records [--small-mb 10] [--large-mb 100] [--hdfs]
 
 Measures: reading 100 B and 10 KB records (tfhadoop.connectors TFRecordReader vs
 tf.data.TFRecordDataset iterated from Python, eager and as_numpy_iterator, plus TF batched as a
@@ -18,9 +18,10 @@ import random
 import sys
 import tempfile
 import time
+from typing import Any
 
 
-def best(fn, repeat):
+def best(fn, repeat) -> tuple[float, Any]:
     """(best seconds, result) over ``repeat`` runs."""
     out, times = None, []
     for _ in range(repeat):
@@ -153,7 +154,7 @@ def bench_hdfs(workdir, mb, repeat, results):
     records = make_records(10_000, mb << 20, seed=3)
     write_records(url, records)
     size = hdfs.filesystem(url, "native").size(url)
-    out = {"file_mb": size / 1e6}
+    out: dict[str, Any] = {"file_mb": size / 1e6}
     for kind in hdfs.BACKENDS:
         fs = hdfs.filesystem(url, kind)
 
@@ -181,7 +182,7 @@ def bench_hdfs(workdir, mb, repeat, results):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     p.add_argument("--small-mb", type=int, default=10, help="size of the 100 B-record file (default 10)")
     p.add_argument("--large-mb", type=int, default=100, help="size of the 10 KB-record file (default 100)")
     p.add_argument("--examples", type=int, default=50_000, help="Examples for the decode/Arrow rates")

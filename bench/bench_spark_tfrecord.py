@@ -18,8 +18,8 @@ Built to be trusted on a small shared machine:
 - Parquet is read as its best user would: the vectorized reader (also for nested columns) on,
   uncompressed files.
 
-    python bench/bench_spark_tfrecord.py --rows 1000000 --repeat 5
-    .venv35/bin/python bench/bench_spark_tfrecord.py --rows 1000000 --peer-jar /path/to/spark-tfrecord_2.12-0.7.0.jar
+    python -m bench.bench_spark_tfrecord --rows 1000000 --repeat 5
+    .venv35/bin/python -m bench.bench_spark_tfrecord --rows 1000000 --peer-jar /path/to/spark-tfrecord_2.12-0.7.0.jar
 """
 from __future__ import annotations
 

@@ -7,8 +7,8 @@ default walk, checked against the indexed read. Plus the write-side cost of the 
 write with ``indexInterval=0``). Rounds are interleaved and the best time kept, so load from other
 jobs hits every variant alike. Reads decode every column into ``noop``; each read's count is checked.
 
-    .venv/bin/python bench/bench_split_index.py --rows 4000000   # ~1 GB file
-    .venv/bin/python bench/bench_split_index.py --write-only --rows 1000000 --repeat 8 --dir /dev/shm
+    .venv/bin/python -m bench.bench_split_index --rows 4000000   # ~1 GB file
+    .venv/bin/python -m bench.bench_split_index --write-only --rows 1000000 --repeat 8 --dir /dev/shm
         # the index's write cost alone: pairs of writes in alternating order (A-B, B-A, ...),
         # the per-pair ratio's median and spread
 """

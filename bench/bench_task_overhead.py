@@ -4,7 +4,7 @@ uncompressed shard. Closures of 1, 4, 16 and 64 steps give, by a least-squares l
 cost per closure and the cost per step; then many small closures at varied offsets show how
 often the function traced, and the process's memory over them.
 
-    .venv/bin/python bench/bench_task_overhead.py [--tasks 2000] [--batch 64]
+    .venv/bin/python -m bench.bench_task_overhead [--tasks 2000] [--batch 64]
 
 Prints one JSON line per measurement; the process's stderr is scanned by the caller for
 TensorFlow's per-task log lines (e.g. "Failed to clear function handle cache").
@@ -19,8 +19,9 @@ import sys
 import tempfile
 import time
 
-for _k, _v in {"TF_USE_LEGACY_KERAS": "1", "GRPC_FAIL_FAST": "use_caller", "TF_CPP_MIN_LOG_LEVEL": "1"}.items():
-    os.environ.setdefault(_k, _v)
+from bench.common import tf_env
+
+tf_env(TF_CPP_MIN_LOG_LEVEL="1")
 
 FEATURES = 20
 SPEC = {"features": {"x": {"type": "FixedLenFeature", "shape": [FEATURES], "dtype": "float32"},

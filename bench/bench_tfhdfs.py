@@ -1,7 +1,7 @@
 """tf.data.TFRecordDataset over ``hdfs://`` (the tfhdfs plugin) vs the same file on local disk, and
 vs reading it with the hdfs-native Python package, in one run.
 
-    .venv/bin/python bench/bench_tfhdfs.py --mb 512
+    .venv/bin/python -m bench.bench_tfhdfs --mb 512
 
 One uncompressed TFRecord file of ~1 KB records is written to local disk and copied to the
 embedded HDFS. Variants, in interleaved rounds (best of --repeat) so other load falls on all alike:
@@ -29,19 +29,19 @@ import tempfile
 import time
 import uuid
 
-from benchcluster import bench_cluster
+from bench.common import bench_cluster
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--mb", type=int, default=512, help="file size in MB")
     ap.add_argument("--record-bytes", type=int, default=1000)
     ap.add_argument("--repeat", type=int, default=3, help="best of N interleaved rounds")
     ap.add_argument("--state-dir", help="a running embedded cluster to use")
     args = ap.parse_args()
 
-    with bench_cluster(args.state_dir) as conf:
-        return run(args, conf)
+    with bench_cluster(args.state_dir) as cluster:
+        return run(args, cluster.conf)
 
 
 def run(args, conf) -> int:

@@ -4,7 +4,8 @@
 - the same job while one worker of three is preempted by YARN every ``--preempt-every`` s
   (an application in the `urgent` queue makes the CapacityScheduler take back a `train`
   container; it is killed once the job reports the loss, so the replacement can start):
-  goodput = useful examples per second with faults / without;
+  goodput (bench.common.goodput: fault-free wall time / faulted wall time, submit -> exit), and
+  the ratio of examples/s over the coordinator's training loop (train_seconds) as a cross-check;
 - seconds from each replacement container's start (Skein ``Container.start_time``) to the
   coordinator's ``rejoins`` entry for its slot;
 - seconds from a parameter server's loss (PS container killed through Skein) to the restarted
@@ -12,50 +13,48 @@
 - seconds from ``submit()`` to the first completed wave, for every job.
 
 Workers read their shards over hdfs:// (no localization), so the input path is measured where it
-lies: TFRecordDataset over hdfs:// vs local files in bench/bench_tfhdfs.py, a task's cost by its
-position in a shard in bench/bench_task_offsets.py, and training throughput against model.fit
-under ParameterServerStrategy in bench/bench_trainer_peers.py.
+lies: TFRecordDataset over hdfs:// vs local files in bench.bench_tfhdfs, a task's cost by its
+position in a shard in bench.bench_task_offsets, and training throughput against model.fit
+under ParameterServerStrategy in bench.bench_trainer_peers and bench.bench_trainer_steps.
 
 Reproduce (≈ 25 min; starts and stops its own embedded cluster unless HADOOP_CONF_DIR is set):
 
-    .venv/bin/python bench/bench_trainer.py [--json /tmp/bench_trainer.json]
+    .venv/bin/python -m bench.bench_trainer [--json /tmp/bench_trainer.json]
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
-import shutil
-import sys
-import tempfile
+import subprocess
 import threading
 import time
 import uuid
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-MODELS = os.path.join(ROOT, "tests", "trainer")
-sys.path.insert(0, MODELS)
-
-for _k, _v in {"TF_USE_LEGACY_KERAS": "1", "GRPC_FAIL_FAST": "use_caller", "TF_CPP_MIN_LOG_LEVEL": "2"}.items():
-    os.environ.setdefault(_k, _v)
-
-
-def log(*args):
-    print(time.strftime("%H:%M:%S"), *args, flush=True)
+from bench.common import (
+    ROOT,
+    TEST_MODELS_DIR,
+    bench_cluster,
+    events,
+    goodput,
+    log,
+    lost_events,
+    metrics,
+    preempt,
+    tf_env,
+)
 
 
 # -- a training job and what happens to it ------------------------------------------------------
 class Watch:
     """Polls a running job's Skein key-value store and containers (the values go away with the
     application): progress with the coordinator's own timestamps, each worker's `up` record, every
-    container's start/finish time. Also injects the faults asked for."""
+    container's start/finish time (``run_job`` injects the faults)."""
 
     def __init__(self, app_id: str, expected_epochs: int):
         self.app_id, self.epochs = app_id, expected_epochs
         self.progress, self.up, self.containers, self.events = [], {}, {}, []
         self.faults, self.notes = [], []
-        self.urgent = None
 
     def follow_progress(self, app, stop: threading.Event) -> None:
         """Every `progress` value the coordinator publishes (one per wave, with its own timestamp),
@@ -89,27 +88,8 @@ class Watch:
         except Exception:  # noqa: BLE001 - application going away
             pass
 
-    def lost(self):
-        return [e for e in self.events if e["event"] == "container_lost"]
-
-    def start_urgent(self, client, memory_mb: int, tasks: int) -> None:
-        """An app in `urgent` that needs more than `train` leaves free: YARN preempts a container."""
-        import skein
-
-        spec = skein.ApplicationSpec(
-            name="bench-urgent", queue="urgent", max_attempts=1,
-            master=skein.Master(resources=skein.Resources(memory=256, vcores=1)),
-            services={"task": skein.Service(instances=tasks, resources=skein.Resources(memory=memory_mb, vcores=1),
-                                            script="sleep 900")})
-        self.urgent = client.submit(spec)
-
-    def stop_urgent(self, client) -> None:
-        if self.urgent:
-            try:
-                client.kill_application(self.urgent)
-            except Exception as exc:  # noqa: BLE001 - already gone
-                log("urgent app:", exc)
-            self.urgent = None
+    def lost(self) -> list[dict]:
+        return lost_events(self.events)
 
 
 def run_job(args, dataset: str, tag: str, epochs: int, fault: str | None) -> dict:
@@ -126,12 +106,13 @@ def run_job(args, dataset: str, tag: str, epochs: int, fault: str | None) -> dic
                   export_dir=f"{run}/model", workers=3, min_workers=1, ps=1, worker_memory=args.worker_memory,
                   ps_memory="1g", master_memory="2g", queue="train", epochs=epochs, batch_size=args.batch_size,
                   task_records=args.task_records, checkpoint_secs=args.checkpoint_secs,
-                  name=f"bench-trainer-{tag}", python_path=[MODELS]).validate()
+                  name=f"bench-trainer-{tag}", python_path=[TEST_MODELS_DIR]).validate()
     log(f"[{tag}] submitting: 3 workers + 1 PS, {epochs} epochs, fault={fault}")
     t_submit = time.time()
     app_id = submit(job)
     result: dict = {}
-    follower = threading.Thread(target=lambda: result.update(follow(app_id, out=open(os.devnull, "w"))), daemon=True)
+    follower = threading.Thread(target=lambda: result.update(follow(app_id, job.checkpoint_dir, out=open(os.devnull, "w"))),
+                                daemon=True)
     follower.start()
     watch = Watch(app_id, epochs)
     with skein.Client() as client:
@@ -140,7 +121,6 @@ def run_job(args, dataset: str, tag: str, epochs: int, fault: str | None) -> dic
         poller = threading.Thread(target=watch.follow_progress, args=(app, stop), daemon=True)
         poller.start()
         next_fault = None
-        pending_loss = None  # (lost events before, time the urgent app was submitted)
         try:
             while follower.is_alive():
                 watch.poll(app, 3)
@@ -149,33 +129,31 @@ def run_job(args, dataset: str, tag: str, epochs: int, fault: str | None) -> dic
                     next_fault = now + (args.preempt_every if fault == "preempt" else args.ps_kill_after)
                 last = watch.progress[-1] if watch.progress else None
                 training = last is not None and not (last["epoch"] == epochs - 1 and last["examples"] == last["expected"])
-                if fault == "preempt" and pending_loss is None and next_fault and now >= next_fault and training:
-                    pending_loss = (len(watch.lost()), now)
-                    watch.start_urgent(client, args.urgent_memory, args.urgent_tasks)
-                    log(f"[{tag}] urgent app {watch.urgent} submitted (epoch {last['epoch']})")
-                if pending_loss is not None:
-                    new = watch.lost()[pending_loss[0]:]
+                if fault == "preempt" and next_fault and now >= next_fault and training:
+                    assert last is not None
+                    log(f"[{tag}] urgent app submitted (epoch {last['epoch']})")
+                    t_urgent, new = preempt(client, watch.lost, timeout=args.preempt_timeout,
+                                            running=follower.is_alive, tick=lambda: watch.poll(app, 3),
+                                            memory_mb=args.urgent_memory, containers=args.urgent_tasks)
                     if new:
-                        watch.stop_urgent(client)
                         e = new[0]
-                        watch.faults.append({"kind": "yarn_preemption", "urgent_submitted": pending_loss[1],
+                        watch.faults.append({"kind": "yarn_preemption", "urgent_submitted": t_urgent,
                                              "lost": e["time"], "role": e["role"], "slot": e["slot"],
                                              "container": e["container"], "diagnostics": e.get("diagnostics")})
                         log(f"[{tag}] lost {e['role']}:{e['slot']} ({e.get('diagnostics')}), "
-                            f"{e['time'] - pending_loss[1]:.1f} s after the urgent app; urgent app killed")
+                            f"{e['time'] - t_urgent:.1f} s after the urgent app; urgent app killed")
                         if e["role"] != "worker":
                             watch.notes.append(f"preemption took {e['role']}:{e['slot']}, not a worker")
-                        pending_loss, next_fault = None, next_fault + args.preempt_every
-                    elif now - pending_loss[1] > args.preempt_timeout:
-                        watch.stop_urgent(client)
+                    elif follower.is_alive():
                         running = [c for c in app.get_containers(services=["worker"]) if str(c.state) == "RUNNING"]
                         msg = f"no preemption within {args.preempt_timeout} s; killed {running[-1].id} through Skein"
                         log(f"[{tag}] " + msg)
                         watch.notes.append(msg)
                         app.kill_container(running[-1].id)
                         watch.faults.append({"kind": "skein_kill", "killed": time.time(), "container": running[-1].id})
-                        pending_loss = (len(watch.lost()), time.time())
+                    next_fault = next_fault + args.preempt_every
                 if fault == "ps" and next_fault and now >= next_fault and not watch.faults and training:
+                    assert last is not None
                     ps = [c for c in app.get_containers(services=["ps"]) if str(c.state) == "RUNNING"]
                     t_kill = time.time()
                     app.kill_container(ps[0].id)
@@ -184,19 +162,17 @@ def run_job(args, dataset: str, tag: str, epochs: int, fault: str | None) -> dic
                 time.sleep(0.5)
         finally:
             stop.set()
-            watch.stop_urgent(client)
     follower.join()
+    t_end = time.time()
     poller.join()
     log(f"[{tag}] {result.get('final_status')} ({result.get('state')}) {str(result.get('diagnostics'))[:3000]}")
     if result.get("final_status") != "SUCCEEDED":
         for e in result.get("events") or []:
             log(f"[{tag}] event", json.dumps({k: v for k, v in e.items() if k != "cluster"})[:1500])
         raise RuntimeError(f"{tag} job {app_id} did not succeed: {result.get('diagnostics')}")
-    metrics = json.loads(hdfs.read_bytes(f"{run}/ckpt/metrics.json"))
-    events = [json.loads(x) for x in hdfs.read_bytes(f"{run}/ckpt/events.jsonl").decode().splitlines()]
     ckpts = sorted(int(n[len("ckpt-"):]) / 1e9 for n in hdfs.list_names(f"{run}/ckpt") if n.startswith("ckpt-"))
-    return {"tag": tag, "app_id": app_id, "run": run, "submit": t_submit, "final_status": result.get("final_status"),
-            "metrics": metrics, "events": events, "checkpoints": ckpts, "progress": watch.progress,
+    return {"tag": tag, "app_id": app_id, "run": run, "submit": t_submit, "end": t_end, "final_status": result.get("final_status"),
+            "metrics": metrics(run), "events": events(run), "checkpoints": ckpts, "progress": watch.progress,
             "up": watch.up, "containers": watch.containers, "faults": watch.faults, "notes": watch.notes,
             "epochs": epochs, "dataset_records": None}
 
@@ -221,7 +197,8 @@ def summarize(r: dict, records: int) -> dict:
             "submit_to_first_wave_s": first["time"] - r["submit"],
             "submit_to_first_wave_event_s": (waves[0]["time"] - r["submit"]) if waves else None,
             "submit_to_first_checkpoint_s": (r["checkpoints"][0] - r["submit"]) if r["checkpoints"] else None,
-            "first_step_s_metric": m.get("first_step_s"), "final_status": r["final_status"]}
+            "first_step_s_metric": m.get("first_step_s"), "final_status": r["final_status"],
+            "wall_s": r["end"] - r["submit"]}
 
 
 def replacement_times(r: dict) -> list[dict]:
@@ -263,8 +240,6 @@ def ps_recovery(r: dict) -> dict:
 
 def git_state() -> dict:
     """The commit and the uncommitted trainer changes the run used (the tree is shared and moves)."""
-    import subprocess
-
     run = lambda *a: subprocess.run(["git", *a], cwd=ROOT, capture_output=True, text=True).stdout.strip()  # noqa: E731
     return {"head": run("rev-parse", "HEAD"), "dirty": run("status", "--short", "--", "trainer", "tfhadoop", "yarn")}
 
@@ -274,8 +249,9 @@ def fmt(v, unit="", nd=1):
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
+    doc = __doc__ or ""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=doc.split("\n\n", 1)[1])
     ap.add_argument("--json", default="/tmp/bench_trainer.json", help="where the JSON summary goes")
     ap.add_argument("--shards", type=int, default=8, help="train shards (gzip TFRecord)")
     ap.add_argument("--shard-records", type=int, default=12500, help="records per train shard")
@@ -302,52 +278,37 @@ def main() -> int:
     load_start = os.getloadavg()
     started = time.strftime("%Y-%m-%d %H:%M:%S %Z")
     log("load average at start:", load_start)
-    from tfhadoop import hadoop
+    tf_env()
+    from tests.trainer.trainer_test_models import write_dataset
 
-    cluster, state = None, None
-    if not os.environ.get("HADOOP_CONF_DIR"):
-        from tfhadoop.yarn.embedded import EmbeddedCluster
-
-        state = tempfile.mkdtemp(prefix="bench-trainer-cluster-")
-        cluster = EmbeddedCluster(state)
     out = {"started": started, "load_start": load_start, "args": vars(args), "git": git_state()}
     try:
-        if cluster is not None:
+        with bench_cluster() as cluster:
+            dataset = f"{cluster.fs}/tmp/bench-trainer/ds-{uuid.uuid4().hex[:6]}"
             t0 = time.time()
-            cluster.up()
-            os.environ[hadoop.STATE_DIR_ENV] = str(cluster.state_dir)
-            log(f"embedded cluster up in {time.time() - t0:.0f} s ({state})")
-        conf = hadoop.use_cluster(cluster.state_dir if cluster else None)
-        import trainer_test_models as models
+            write_dataset(dataset, train_shards=(args.shard_records,) * args.shards, eval_records=2000)
+            records = args.shards * args.shard_records
+            log(f"dataset: {records} train examples in {args.shards} gzip shards, written in {time.time() - t0:.0f} s")
+            out["dataset"] = {"url": dataset, "train_records": records, "shards": args.shards}
 
-        dataset = conf.default_fs.rstrip("/") + f"/tmp/bench-trainer/ds-{uuid.uuid4().hex[:6]}"
-        t0 = time.time()
-        models.write_dataset(dataset, train_shards=(args.shard_records,) * args.shards, eval_records=2000)
-        records = args.shards * args.shard_records
-        log(f"dataset: {records} train examples in {args.shards} gzip shards, written in {time.time() - t0:.0f} s")
-        out["dataset"] = {"url": dataset, "train_records": records, "shards": args.shards}
-
-        runs, out["errors"] = {}, {}
-        plan = [("baseline", args.epochs, None), ("preempt", args.epochs, "preempt"), ("ps", args.ps_epochs, "ps")]
-        if args.bracket:  # a second fault-free run after the faulted ones: load drifts on a shared host
-            plan.append(("baseline2", args.epochs, None))
-        for tag, epochs, fault in plan:
-            if tag in skip:
-                continue
-            try:
-                runs[tag] = run_job(args, dataset, tag, epochs, fault)
-            except Exception as exc:  # noqa: BLE001 - reported; the other measurements still run
-                log(f"[{tag}] FAILED: {type(exc).__name__}: {exc}")
-                out["errors"][tag] = f"{type(exc).__name__}: {exc}"
-        out["runs"] = {k: {**v, "summary": summarize(v, records)} for k, v in runs.items()}
-        if "preempt" in runs:
-            out["replacements"] = replacement_times(runs["preempt"])
-        if "ps" in runs:
-            out["ps_recovery"] = ps_recovery(runs["ps"])
+            runs, out["errors"] = {}, {}
+            plan = [("baseline", args.epochs, None), ("preempt", args.epochs, "preempt"), ("ps", args.ps_epochs, "ps")]
+            if args.bracket:  # a second fault-free run after the faulted ones: load drifts on a shared host
+                plan.append(("baseline2", args.epochs, None))
+            for tag, epochs, fault in plan:
+                if tag in skip:
+                    continue
+                try:
+                    runs[tag] = run_job(args, dataset, tag, epochs, fault)
+                except Exception as exc:  # noqa: BLE001 - reported; the other measurements still run
+                    log(f"[{tag}] FAILED: {type(exc).__name__}: {exc}")
+                    out["errors"][tag] = f"{type(exc).__name__}: {exc}"
+            out["runs"] = {k: {**v, "summary": summarize(v, records)} for k, v in runs.items()}
+            if "preempt" in runs:
+                out["replacements"] = replacement_times(runs["preempt"])
+            if "ps" in runs:
+                out["ps_recovery"] = ps_recovery(runs["ps"])
     finally:
-        if cluster is not None:
-            cluster.down()
-            shutil.rmtree(state, ignore_errors=True)
         out["load_end"] = os.getloadavg()
         out["finished"] = time.strftime("%Y-%m-%d %H:%M:%S %Z")
         with open(args.json, "w") as f:
@@ -379,14 +340,16 @@ def report(out: dict) -> None:
         g = p["examples_per_s_train_seconds"] / base_rate
         g2 = (p["examples"] / p["first_to_last_wave_s"]) / base_wave
         each = [p["examples_per_s_train_seconds"] / b["examples_per_s_train_seconds"] for b in bases]
-        out["goodput"] = {"train_seconds": g, "first_to_last_wave": g2, "vs_each_baseline": each,
-                          "baseline_examples_per_s": base_rate}
+        gp = goodput(sum(b["wall_s"] for b in bases) / len(bases), p["wall_s"])
+        out["goodput"] = {"goodput": gp, "train_seconds_ratio": g, "first_to_last_wave_ratio": g2,
+                          "train_seconds_ratio_vs_each_baseline": each, "baseline_examples_per_s": base_rate}
         kinds = [f["kind"] + ":" + str(f.get("role", "worker")) for f in runs["preempt"]["faults"]]
         if len(kinds) < 2:
             print(f"WARNING: only {len(kinds)} preemption(s): the faulted run was shorter than 2 x --preempt-every; "
                   "raise --epochs")
-        print(f"goodput (useful ex/s over the coordinator's train_seconds, faulted / mean of {len(bases)} fault-free) "
-              f"= {g:.3f} (target >= 0.8; vs each fault-free run {', '.join(f'{x:.3f}' for x in each)}); "
+        print(f"goodput (fault-free wall / faulted wall, mean of {len(bases)} fault-free) = {gp:.3f} (target >= 0.8); "
+              f"examples/s over train_seconds, faulted / fault-free = {g:.3f} (vs each fault-free run "
+              f"{', '.join(f'{x:.3f}' for x in each)}); "
               f"over first->last wave: {g2:.3f}; faults: {kinds}; "
               f"per-epoch counts exact in the faulted run: {p['epochs_exact']}")
     for tag, err in out.get("errors", {}).items():
@@ -410,4 +373,4 @@ def report(out: dict) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

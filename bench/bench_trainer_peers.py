@@ -9,7 +9,7 @@
 Each is a fresh process (or application): wall time includes start-up (imports, servers,
 containers); steady examples/s are measured over the epochs after the first. Prints (c)/(b).
 
-    .venv/bin/python bench/bench_trainer_peers.py [--records 200000] [--epochs 3] [--workers 1,2,4]
+    .venv/bin/python -m bench.bench_trainer_peers [--records 200000] [--epochs 3] [--workers 1,2,4]
 """
 from __future__ import annotations
 
@@ -22,39 +22,18 @@ import tempfile
 import time
 import uuid
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-for _k, _v in {"TF_USE_LEGACY_KERAS": "1", "GRPC_FAIL_FAST": "use_caller", "TF_CPP_MIN_LOG_LEVEL": "2"}.items():
-    os.environ.setdefault(_k, _v)
+from bench import job_models
+from bench.common import JOB_MODELS_DIR, ROOT, bench_cluster, metrics, progress, run_train, tf_env
 
-FEATURES = 16
+tf_env()
+FEATURES = job_models.FEATURES
 SPEC = {"features": {"x": {"type": "FixedLenFeature", "shape": [FEATURES], "dtype": "float32"},
                      "y": {"type": "FixedLenFeature", "shape": [], "dtype": "float32"}}}
 
 
-def model():
-    """The one model of all three runs (also `--model bench_trainer_peers:model` for (c))."""
-    import tf_keras
-
-    m = tf_keras.Sequential([tf_keras.Input((FEATURES,), name="x"), tf_keras.layers.Dense(64, activation="relu"),
-                             tf_keras.layers.Dense(64, activation="relu"), tf_keras.layers.Dense(1)])
-    m.compile(optimizer=tf_keras.optimizers.Adam(1e-3), loss="mse", steps_per_execution=int(os.environ.get("SPE", "1")))
-    return m
-
-
-def wide_model():
-    """A model where compute, not RPC, dominates a step: 16->1024->1024->1, ~1.07M parameters."""
-    import tf_keras
-
-    m = tf_keras.Sequential([tf_keras.Input((FEATURES,), name="x"), tf_keras.layers.Dense(1024, activation="relu"),
-                             tf_keras.layers.Dense(1024, activation="relu"), tf_keras.layers.Dense(1)])
-    m.compile(optimizer=tf_keras.optimizers.Adam(1e-4), loss="mse", steps_per_execution=int(os.environ.get("SPE", "1")))
-    return m
-
-
 def chosen_model():
-    """(a), (b): ``BENCH_MODEL=wide_model`` picks the wide one."""
-    return globals()[os.environ.get("BENCH_MODEL", "model")]()
+    """(a), (b): ``BENCH_MODEL=wide_model`` picks the wide one of bench/job_models.py."""
+    return getattr(job_models, os.environ.get("BENCH_MODEL", "model"))()
 
 
 def write_dataset(folder: str, records: int, shards: int) -> dict:
@@ -145,9 +124,9 @@ def run_pss(args) -> dict:
 def child(kind: str, args) -> dict:
     """Run (a) or (b)'s chief in a fresh process; its wall time from spawn to exit."""
     t0 = time.perf_counter()
-    out = subprocess.run([sys.executable, __file__, "--child", kind, "--folder", args.folder, "--records",
+    out = subprocess.run([sys.executable, "-m", "bench.bench_trainer_peers", "--child", kind, "--folder", args.folder, "--records",
                           str(args.records), "--epochs", str(args.epochs), "--batch-size", str(args.batch_size)],
-                         capture_output=True, text=True, env={**os.environ, "SPE": str(args.steps_per_execution)})
+                         capture_output=True, text=True, cwd=ROOT, env={**os.environ, "SPE": str(args.steps_per_execution)})
     wall = time.perf_counter() - t0
     if out.returncode:
         raise RuntimeError(f"{kind} failed: {out.stderr[-3000:]}")
@@ -173,20 +152,13 @@ def run_yarn(args, manifest_folder: str, workers: int) -> dict:
 
     base = f"hdfs:///tmp/bench-peers-{uuid.uuid4().hex[:8]}"
     hdfs.upload_dir(manifest_folder, f"{base}/data")
-    t0 = time.perf_counter()
-    cmd = [sys.executable, "-m", "tfhadoop", "train", "--model", "bench_trainer_peers:model", "--python-path", HERE,
-           "--data", f"{base}/data", "--label", "y", "--train-split", "train", "--ps", "1",
-           "--workers", str(workers), "--epochs", str(args.epochs), "--batch-size", str(args.batch_size),
-           "--task-records", str(args.task_records), "--worker-memory", "1g", "--ps-memory", "1g",
-           "--checkpoint-dir", f"{base}/ckpt", "--export-dir", f"{base}/model"]
-    out = subprocess.run(cmd, capture_output=True, text=True)
-    wall = time.perf_counter() - t0
-    if out.returncode:
-        raise RuntimeError(f"tfhadoop train failed: {(out.stdout + out.stderr)[-3000:]}")
-    metrics = json.loads(hdfs.read_bytes(f"{base}/ckpt/metrics.json"))
-    samples = [json.loads(line) for line in hdfs.read_bytes(f"{base}/ckpt/progress.jsonl").decode().splitlines()]
+    wall = run_train(base, "--model", "job_models:model", "--python-path", JOB_MODELS_DIR,
+                     "--data", f"{base}/data", "--label", "y", "--train-split", "train", "--ps", "1",
+                     "--workers", str(workers), "--epochs", str(args.epochs), "--batch-size", str(args.batch_size),
+                     "--task-records", str(args.task_records), "--worker-memory", "1g", "--ps-memory", "1g")
+    result = {"wall_s": wall, "metrics": metrics(base), "samples": progress(base)}
     hdfs.delete(base)
-    return {"wall_s": wall, "metrics": metrics, "samples": samples}
+    return result
 
 
 def steady(epoch_s: list, records: int) -> float:
@@ -225,7 +197,7 @@ def run_c(args, workers: int) -> dict:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--records", type=int, default=200_000)
     ap.add_argument("--shards", type=int, default=8)
     ap.add_argument("--epochs", type=int, default=3)
@@ -257,9 +229,6 @@ def main() -> int:
             rows[("b", n)] = run_b(args, n)
             print(f"(b) {n} workers", json.dumps(rows[("b", n)]), flush=True)
     if "c" not in skip:
-        sys.path.insert(0, os.path.dirname(HERE))
-        from benchcluster import bench_cluster
-
         with bench_cluster():
             for n in counts:
                 rows[("c", n)] = run_c(args, n)
@@ -286,4 +255,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

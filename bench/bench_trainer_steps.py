@@ -2,9 +2,9 @@
 ParameterServerStrategy with ``steps_per_execution`` 1 and 16 (16 also with 1 worker), 1 and 2 workers, and a wide model
 (~1M parameters, batch 512) against single-process `model.fit` and PSS `model.fit`; same data (bench_trainer_peers'
 uncompressed indexed shards, 16 float features) in one run. Also prints the task closure's fixed
-cost (bench_task_overhead.py) and the TensorFlow error lines it logged.
+cost (bench.bench_task_overhead) and the TensorFlow error lines it logged.
 
-    .venv/bin/python bench/bench_trainer_steps.py [--records 60000] [--epochs 3]
+    .venv/bin/python -m bench.bench_trainer_steps [--records 60000] [--epochs 3]
 
 Steady examples/s are over the epochs after the first (see bench_trainer_peers.steady).
 """
@@ -20,16 +20,14 @@ import time
 import uuid
 from types import SimpleNamespace
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.dirname(HERE))
-import bench_trainer_peers as peers  # noqa: E402
+from bench import bench_trainer_peers as peers
+from bench.common import JOB_MODELS_DIR, ROOT, bench_cluster, metrics, progress, run_train
 
 
 def task_overhead() -> dict:
-    """The task closure's fixed and per-step cost, from bench_task_overhead.py in a child process."""
-    out = subprocess.run([sys.executable, os.path.join(HERE, "bench_task_overhead.py"), "--tasks", "400",
-                          "--repeat", "7"], capture_output=True, text=True, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "0"})
+    """The task closure's fixed and per-step cost, from bench.bench_task_overhead in a child process."""
+    out = subprocess.run([sys.executable, "-m", "bench.bench_task_overhead", "--tasks", "400", "--repeat", "7"],
+                         capture_output=True, text=True, cwd=ROOT, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "0"})
     if out.returncode:
         raise RuntimeError(f"bench_task_overhead failed: {out.stderr[-3000:]}")
     rows = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
@@ -71,27 +69,23 @@ def train_row(args, base: str, workers: int, batch: int, model: str, spe: str) -
     from tfhadoop.connectors import hdfs
 
     run = f"{base}/run-{uuid.uuid4().hex[:6]}"
-    cmd = [sys.executable, "-m", "tfhadoop", "train", "--model", f"bench_trainer_peers:{model}", "--python-path", HERE,
-           "--data", f"{base}/data", "--label", "y", "--train-split", "train", "--ps", "1",
-           "--workers", str(workers), "--epochs", str(args.epochs), "--batch-size", str(batch),
-           "--task-records", str(args.task_records), "--steps-per-execution", spe,
-           "--worker-memory", "1g", "--ps-memory", "1g",
-           "--checkpoint-dir", f"{run}/ckpt", "--export-dir", f"{run}/model"]
-    t0 = time.perf_counter()
-    out = subprocess.run(cmd, capture_output=True, text=True)
-    wall = time.perf_counter() - t0
-    if out.returncode:
-        raise RuntimeError(f"tfhadoop train failed: {(out.stdout + out.stderr)[-3000:]}")
-    m = json.loads(hdfs.read_bytes(f"{run}/ckpt/metrics.json"))
-    samples = [json.loads(x) for x in hdfs.read_bytes(f"{run}/ckpt/progress.jsonl").decode().splitlines()]
+    wall = run_train(run, "--model", f"job_models:{model}", "--python-path", JOB_MODELS_DIR,
+                     "--data", f"{base}/data", "--label", "y", "--train-split", "train", "--ps", "1",
+                     "--workers", str(workers), "--epochs", str(args.epochs), "--batch-size", str(batch),
+                     "--task-records", str(args.task_records), "--steps-per-execution", spe,
+                     "--worker-memory", "1g", "--ps-memory", "1g")
+    m, samples = metrics(run), progress(run)
     hdfs.delete(run)
     later = [s for s in samples if s.get("epoch", 0) >= 1]
     ex = lambda s: s["epoch"] * args.records + s["examples"]  # noqa: E731
-    rate = (ex(later[-1]) - ex(later[0])) / (later[-1]["time"] - later[0]["time"])
     # The coordinator's own account of each epoch: the tail (queue empty, last closures running)
     # and the checkpoints, which (b) does not write; averaged over the epochs after the first.
     timing = m.get("epoch_timing", [])[1:] or m.get("epoch_timing", [])
     mean = lambda key: round(sum(e[key] for e in timing) / len(timing), 3) if timing else None  # noqa: E731
+    if len(later) >= 2 and later[-1]["time"] > later[0]["time"]:
+        rate = (ex(later[-1]) - ex(later[0])) / (later[-1]["time"] - later[0]["time"])
+    else:  # epochs too short for two progress samples after the first: the coordinator's epoch time
+        rate = args.records / (mean("seconds") or m["train_seconds"] / args.epochs)
     return {"steady": rate, "wall_s": wall, "loss": m["epochs"][-1]["mean_loss"],
             "steps_per_execution": m.get("steps_per_execution"), "epoch_s": mean("seconds"),
             "tail_s": mean("tail_s"), "checkpoint_s": mean("end_checkpoint_s"),
@@ -142,8 +136,6 @@ def main() -> int:
     row("wb16", f"wide model, fit, PSS 1 PS + 2 workers, spe=16, batch {wb}",
         lambda: fit_row("b", args, 2, 16, wb, "wide_model"))
     if not {"c1", "c2", "wc2"} <= skip:
-        from benchcluster import bench_cluster
-
         from tfhadoop.connectors import hdfs
 
         with bench_cluster():
@@ -182,4 +174,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

@@ -3,7 +3,7 @@ files in 8 MiB pieces; framing + CRC32C + decoding to Arrow (the native codec); 
 dictionary columns; the Parquet encode + write of the decoded batches for each codec, with the
 dictionary on the chosen columns or on all (pyarrow's default), 64k-row and 1M-row groups.
 
-    .venv/bin/python bench/profile_to_parquet.py DIR_OF_TFRECORDS [N_FILES]
+    .venv/bin/python -m bench.profile_to_parquet DIR_OF_TFRECORDS [N_FILES]
 
 (the bench_native_arrow.py data: make it with that script's parquet_bench, or any TFRecord files).
 """
@@ -51,7 +51,7 @@ def main():
         for dic, groups, label in ((chosen, batches, "chosen dict, 64k rows"), (chosen, big, "chosen dict, 1M rows"),
                                    (True, batches, "dict on all, 64k rows")):
             def write(groups=groups, dic=dic, codec=codec):
-                with pq.ParquetWriter(out, groups[0].schema, compression=codec, use_dictionary=dic) as w:
+                with pq.ParquetWriter(out, groups[0].schema, compression=codec, use_dictionary=dic) as w:  # pyright: ignore[reportArgumentType] - pyarrow takes column names too
                     for b in groups:
                         w.write_batch(b)
             timed(f"Parquet encode + write, {codec}, {label}", write)
