@@ -2,7 +2,7 @@
 no protobuf runtime either.
 
 Measured against the upb-backed classes of :mod:`tfhadoop.connectors.example_proto` (5-feature
-Examples, bench/bench_python_records.py): upb decodes ~1.3x and encodes ~1.7x faster (through
+Examples, bench.bench_python_records): upb decodes ~1.3x and encodes ~1.7x faster (through
 the same value handling), so :mod:`tfhadoop.connectors.example` uses upb and this module
 remains the independent implementation the tests cross-check it with, usable without the
 protobuf package. Map entries are written sorted by feature name (C++ protobuf's deterministic order).

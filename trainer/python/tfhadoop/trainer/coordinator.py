@@ -314,7 +314,7 @@ class ClosureSize:
     """Steps per closure (``--steps-per-execution``, as in Keras ``compile``): a closure trains
     whole tasks until it has at least that many steps. ``auto`` sizes closures so one takes
     about ``AUTO_CLOSURE_S`` from the measured time per step, so a closure's fixed cost (a few ms:
-    bench/bench_task_overhead.py) stays a small share. The first closures (tracing,
+    bench.bench_task_overhead) stays a small share. The first closures (tracing,
     connections: the first 2 tasks per worker) are left out of the measure."""
 
     def __init__(self, setting, workers: int):

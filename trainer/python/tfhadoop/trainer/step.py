@@ -36,7 +36,7 @@ def records_from(path, offset, compression: TFCompression):
     not expose them and the op's graph serialization drops them (TF 2.21: "3 inputs specified of
     4"), so tf.data's graph rewrites are switched off for the pipeline built on it. A compressed
     shard is read from its start (``offset`` must be 0): TensorFlow's GZIP/ZLIB reader cannot start
-    inside a stream nor continue across concatenated gzip members (measured: bench/bench_task_offsets.py).
+    inside a stream nor continue across concatenated gzip members (measured: bench.bench_task_offsets).
     """
     if compression:
         return tf.data.TFRecordDataset(path, compression_type=compression, buffer_size=READ_BUFFER)
@@ -74,7 +74,7 @@ class TaskFunction:
     """The trainer's closure: two traced functions over the same per-task training
     (:func:`build_task_fn`), ``one`` for a closure of one task and ``many`` for a group. A
     closure of one task needs no loop over tasks: that loop, spanning the worker and the
-    parameter servers, cost ~4 ms per closure (bench/bench_closure_breakdown.py), and one-task
+    parameter servers, cost ~4 ms per closure (the closure-breakdown bench, since removed (docs/benchmark-history.md)), and one-task
     closures are the case whenever a task already has the steps a closure should run
     (``--steps-per-execution``, or what ``auto`` chose, at or below a task's steps)."""
 
@@ -102,8 +102,8 @@ def build_task_fn(strategy, model, parse_spec: dict, label, batch_size: int, com
     (``keras_step``), and reports ``(examples[i], loss_sums[i])`` per task so the coordinator's
     ledger records each task.
 
-    Built so that a closure's fixed cost stays a few milliseconds (bench/bench_task_overhead.py,
-    bench/bench_closure_breakdown.py):
+    Built so that a closure's fixed cost stays a few milliseconds (bench.bench_task_overhead,
+    the closure-breakdown bench, since removed (docs/benchmark-history.md)):
     - one signature of vectors (or scalars for one task): each function is traced once and every
       closure reuses it, whatever its group size, paths, offsets and counts;
     - the batches are drawn with ``get_next`` in a counted graph loop, not ``for batch in dataset``:
