@@ -61,9 +61,10 @@ def spark(hadoop_cluster):
 
 
 # The modules that take longest (each runs YARN jobs or a cluster of its own), longest first.
-# `make test` runs two xdist workers that take whole modules (--dist loadfile) in collection
-# order: starting with these lets short modules fill in at the end, so both workers end together.
-# An ordering, not a budget: a module missing here only runs later.
+# `make test TEST_WORKERS=2` runs xdist workers that take whole modules (--dist loadfile) in
+# collection order: starting with these lets short modules fill in at the end, so the workers end
+# together. An ordering, not a budget: a module missing here only runs later. One process keeps
+# pytest's own file order.
 LONGEST_FIRST = [
     "tests/trainer/test_train_faults.py",
     "tests/yarn/test_secure_cluster.py",
@@ -82,5 +83,7 @@ LONGEST_FIRST = [
 
 
 def pytest_collection_modifyitems(config, items):
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
     rank = {path: i for i, path in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))  # stable: file order kept

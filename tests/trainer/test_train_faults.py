@@ -140,9 +140,9 @@ def test_killed_application_master_resumes_in_attempt_2(hadoop_cluster, dataset)
     seqs = [e["seq"] for e in events if e.get("app") == app_id]
     assert seqs == list(range(len(seqs))), seqs  # attempt 2 numbers its events after attempt 1's
     assert [e["examples"] for e in jobs.metrics(run)["epochs"]] == [2400] * epochs  # exactly once per epoch
-    first = next(e for e in events[i:] if e["event"] == "first_wave")
     print(f"AM killed -> attempt 2's master {restarted[0]['time'] - t_kill:.1f} s -> training again "
-          f"{first['time'] - t_kill:.1f} s; resumed at step {resumed_at}, {progress['steps']} read before the kill")
+          f"{jobs.seconds_to_first_wave(events, events[i], t_kill)}; resumed at step {resumed_at}, "
+          f"{progress['steps']} read before the kill")
 
 
 def test_hung_parameter_server_is_replaced_and_training_resumes_from_the_checkpoint(hadoop_cluster, dataset):
@@ -218,9 +218,8 @@ def test_lost_node_roles_are_replaced_on_another_host_and_training_resumes(hadoo
     assert "coordinator_started" in kinds[i:] and "slot_abandoned" not in kinds and kinds[-1] == "finished"
     assert [e["examples"] for e in jobs.metrics(run)["epochs"]] == [2400] * epochs  # exactly once per epoch
     restarted = next(e for e in events[i:] if e["event"] == "coordinator_started")
-    first = next(e for e in events[events.index(restarted):] if e["event"] == "first_wave")
     print(f"node killed -> lost (NM expiry) {lost[0]['time'] - t_kill:.1f} s -> coordinator restarted "
-          f"{restarted['time'] - t_kill:.1f} s -> training again {first['time'] - t_kill:.1f} s; "
+          f"{restarted['time'] - t_kill:.1f} s -> training again {jobs.seconds_to_first_wave(events, restarted, t_kill)}; "
           f"{kinds.count('coordinator_failed')} coordinator failure(s) meanwhile")
 
 
@@ -342,9 +341,10 @@ def test_hung_coordinator_is_killed_and_restarted_from_the_checkpoint(hadoop_clu
     # Steps run again: those between the checkpoint the new coordinator restored and the stop.
     assert 0 <= progress["steps"] - resumed_at <= steps_per_epoch, (progress, resumed_at)
     assert [e["examples"] for e in jobs.metrics(run)["epochs"]] == [2400] * epochs  # exactly once per epoch
-    again = next(e for e in events[kinds.index("coordinator_hung"):] if e["event"] == "first_wave")
+    hung = events[kinds.index("coordinator_hung")]
     print(f"coordinator stopped -> hung detected {detected_after:.1f} s -> training again "
-          f"{again['time'] - t_stop:.1f} s; resumed at step {resumed_at}, {progress['steps']} reported at the stop")
+          f"{jobs.seconds_to_first_wave(events, hung, t_stop)}; resumed at step {resumed_at}, "
+          f"{progress['steps']} reported at the stop")
 
 
 def test_every_worker_preempted_at_once_the_job_waits_then_trains_on(hadoop_cluster, dataset):

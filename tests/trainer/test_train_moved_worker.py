@@ -73,11 +73,11 @@ def test_replacement_at_a_new_address_joins_by_coordinated_restart(hadoop_cluste
     restarted = [e for e in events[i_moved:] if e["event"] == "coordinator_started"]
     assert restarted and restarted[0]["cluster"]["worker"][up["slots"].index(1)] == new, restarted
     assert kinds.count("coordinator_failed") == 0, kinds
-    resumed = next(e for e in events[events.index(restarted[0]):] if e["event"] == "first_wave")
     assert [e["examples"] for e in jobs.metrics(run)["epochs"]] == [2400] * epochs  # exactly once per epoch
     t = lost[0]["time"]
     print(f"worker lost -> moved {moved[0]['time'] - t:.1f} s -> coordinator restarted "
-          f"{restarted[0]['time'] - t:.1f} s -> training resumed with the replacement {resumed['time'] - t:.1f} s")
+          f"{restarted[0]['time'] - t:.1f} s -> training resumed with the replacement "
+          f"{jobs.seconds_to_first_wave(events, restarted[0], t)}")
 
 
 # -- the master's state machine, against a fake Skein client (tests.trainer.fakes) ----------------

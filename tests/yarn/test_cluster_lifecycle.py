@@ -10,8 +10,8 @@ import sys
 import time
 
 import pytest
-from waiting import wait_for
 
+from tests.waiting import wait_for
 from tfhadoop.cli import CommandError, main
 from tfhadoop.yarn.embedded import ClusterOptions, EmbeddedCluster
 
