@@ -15,8 +15,10 @@ import org.apache.hadoop.yarn.conf.YarnConfiguration;
  * ``yarn.client.failover-proxy-provider``, through a default resource added after yarn-site.xml),
  * remembering the providers configured before so that ours wrap them. Every AllocateResponse's
  * PreemptionMessage is then appended to FILE (relative: the container's working directory, where
- * the Python master reads it) by {@link PreemptionLog}. Skein's ApplicationMaster itself is not
- * replaced or changed.
+ * the Python master reads it) by {@link PreemptionLog}. The same site file shortens Skein's
+ * allocator heartbeat from 5 s to 1 s (see the file), so that requests reach the ResourceManager
+ * and lost containers are seen within a second. Skein's ApplicationMaster itself is not replaced
+ * or changed.
  *
  * <p>Harmless elsewhere: in a JVM without Hadoop's YARN classes it only says so on stderr, and the
  * providers behave as the ones they wrap for every protocol but ApplicationMasterProtocol.
@@ -29,6 +31,13 @@ public final class Agent {
   static final String NO_HA_DELEGATE = "tfhadoop.preemption.no-ha-delegate";
   static final String HA_DELEGATE = "tfhadoop.preemption.ha-delegate";
   static final String DEFAULT_FILE = "preemption_warnings.jsonl";
+  /** What Skein 0.8's ApplicationMaster reads to choose its idle heartbeat (min(5 s, value / 2)). */
+  static final String AM_EXPIRY = "yarn.am.liveness-monitor.expiry-interval-ms";
+
+  /** Skein's idle heartbeat to the ResourceManager in a JVM whose configuration is ``conf``. */
+  static long skeinHeartbeatMs(Configuration conf) {
+    return Math.min(5000, Math.max(0, conf.getInt(AM_EXPIRY, 600000) / 2));
+  }
 
   private Agent() {}
 
@@ -84,6 +93,7 @@ public final class Agent {
     }
     Configuration.addDefaultResource(SITE);
     System.err.println("tfhadoop AM agent: preemption messages are appended to "
-        + System.getProperty(FILE_PROPERTY) + " (wrapping " + noHa + " and " + ha + ")");
+        + System.getProperty(FILE_PROPERTY) + " (wrapping " + noHa + " and " + ha + "); heartbeat "
+        + skeinHeartbeatMs(new YarnConfiguration()) + " ms");
   }
 }

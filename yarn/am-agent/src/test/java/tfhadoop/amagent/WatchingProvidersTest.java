@@ -111,6 +111,7 @@ public class WatchingProvidersTest {
     assertEquals(WatchingProviders.NoHa.class.getName(),
         conf.get(YarnConfiguration.CLIENT_FAILOVER_NO_HA_PROXY_PROVIDER));
     assertEquals(WatchingProviders.Ha.class.getName(), conf.get(YarnConfiguration.CLIENT_FAILOVER_PROXY_PROVIDER));
+    assertEquals(1000, Agent.skeinHeartbeatMs(conf));  // not Skein's 5 s from yarn-default's 10-minute expiry
     System.setProperty(Agent.NO_HA_DELEGATE, FakeProvider.class.getName());
 
     RMFailoverProxyProvider<ApplicationMasterProtocol> provider = (RMFailoverProxyProvider<ApplicationMasterProtocol>)
