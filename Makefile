@@ -38,7 +38,7 @@ lint: $(VENV)/.ok $(PYRIGHT)
 	$(PYRIGHT) -p pyrightconfig.json
 
 # Pyright from the npm registry, pinned, into .tools/ (needs node and npm).
-$(PYRIGHT):
+$(PYRIGHT): | $(VENV)/.ok
 	@command -v npm >/dev/null || { echo "make lint needs npm (apt-get install nodejs npm)" >&2; exit 1; }
 	npm install --silent --no-audit --no-fund --prefix .tools/pyright pyright@$(PYRIGHT_VERSION)
 
@@ -49,7 +49,7 @@ $(VENV)/.ok: setup.py requirements.lock tools/bootstrap-python
 	@touch $@
 
 # pyspark 3.5 only: the same tfhadoop jar is tested on Spark 3.5 and Spark 4.x.
-.venv35/.ok: requirements-spark35.lock tools/bootstrap-python
+.venv35/.ok: requirements-spark35.lock tools/bootstrap-python | $(VENV)/.ok
 	tools/bootstrap-python .venv35 requirements-spark35.lock
 	@touch $@
 
@@ -61,7 +61,11 @@ jars/.ok: build.sbt project/build.properties project/repositories $(JVM_SOURCES)
 	$(SBT) cluster/writeClusterClasspath tfhadoop/copyJar amAgent/copyAgentJar
 	@touch $@
 
-test: setup lint test-jvm test-native test-python
+# The setup steps (uv, sbt, cargo, npm) are independent: side by side, each one's output kept
+# together (-O); then the checks one after another. (.venv35 and Pyright wait for .venv: it creates .tools/ and uv.)
+test:
+	@$(MAKE) --no-print-directory -j4 -O setup $(PYRIGHT)
+	@$(MAKE) --no-print-directory lint test-jvm test-native test-python
 
 test-jvm: jars
 	$(SBT) test
@@ -70,16 +74,11 @@ test-jvm: jars
 test-native:
 	cargo test --release --workspace --quiet
 
-# TEST_WORKERS=N runs N pytest-xdist workers, each with its own embedded cluster and SparkSession
-# (tests/conftest.py); --dist loadfile keeps a module on one worker (its module fixtures: one
-# dataset, one secure cluster), the longest modules first. The default is one process: on this
-# 2-core host the suite is CPU-bound and two workers took longer (2,734 s against 2,510 s).
-# pytest exits 5 when it collected nothing: that is a broken suite, not a pass.
-TEST_WORKERS ?= 0
-XDIST = $(if $(filter 0,$(TEST_WORKERS)),-p no:xdist,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
+# Two pytest processes side by side (tools/test-streams): the tests on the session's embedded
+# cluster, which mostly wait on YARN, and the rest (unit tests, tests with clusters of their own).
+# `.venv/bin/python -m pytest` alone runs everything in one process.
 test-python: setup
-	@$(PY) -m pytest $(XDIST) $(PYTEST_ARGS); rc=$$?; \
-	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing the suite" >&2; exit 1; fi; exit $$rc
+	@PY=$(PY) tools/test-streams $(PYTEST_ARGS)
 
 test-fast: setup
 	@$(PY) -m pytest -m "not slow" $(PYTEST_ARGS); rc=$$?; [ $$rc -ne 5 ] || { echo "no tests collected" >&2; exit 1; }; exit $$rc

@@ -60,30 +60,25 @@ def spark(hadoop_cluster):
     session.stop()
 
 
-# The modules that take longest (each runs YARN jobs or a cluster of its own), longest first.
-# `make test TEST_WORKERS=2` runs xdist workers that take whole modules (--dist loadfile) in
-# collection order: starting with these lets short modules fill in at the end, so the workers end
-# together. An ordering, not a budget: a module missing here only runs later. One process keeps
-# pytest's own file order.
-LONGEST_FIRST = [
-    "tests/trainer/test_train_faults.py",
-    "tests/yarn/test_secure_cluster.py",
-    "tests/trainer/test_train_allreduce.py",
-    "tests/trainer/test_pipeline.py",
-    "tests/trainer/test_train_yarn.py",
-    "tests/trainer/test_submit_validation.py",
-    "tests/trainer/test_train_preemption_warnings.py",
-    "tests/test_demo.py",
-    "tests/spark/test_spark_tfrecord.py",
-    "tests/yarn/test_embedded_cluster.py",
-    "tests/trainer/test_train_moved_worker.py",
-    "tests/connectors/test_tfhdfs.py",
-    "tests/spark/test_export.py",
-]
+def pytest_addoption(parser):
+    parser.addoption(
+        "--cluster-stream", choices=("all", "session", "other"), default="all",
+        help="run only the tests that use the session's embedded cluster (session), or only the "
+             "others: unit tests and tests that start clusters of their own (other). `make test` "
+             "runs the two side by side (tools/test-streams): the first mostly waits on YARN.")
 
 
 def pytest_collection_modifyitems(config, items):
-    if not os.environ.get("PYTEST_XDIST_WORKER"):
+    """Keeps the tests of the chosen --cluster-stream. A test is in the session stream when the
+    closure of its fixtures holds ``hadoop_cluster`` (directly, or through ``dataset``, ``spark``...),
+    the only way a test reaches the session cluster."""
+    stream = config.getoption("--cluster-stream")
+    if stream == "all":
         return
-    rank = {path: i for i, path in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))  # stable: file order kept
+    keep, drop = [], []
+    for item in items:
+        uses_session_cluster = "hadoop_cluster" in getattr(item, "fixturenames", ())
+        (keep if uses_session_cluster == (stream == "session") else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep

@@ -20,6 +20,15 @@ pytestmark = pytest.mark.cluster
 TIMES: dict = {}  # row -> seconds from the command's start to its error: printed, not asserted (host speed)
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _print_times(request):
+    """Every row's submit->error time together, once the module's tests have run."""
+    yield
+    if TIMES:
+        with request.config.pluginmanager.get_plugin("capturemanager").global_and_fixture_disabled():
+            print("\nsubmit->error times (s):", json.dumps(TIMES, indent=1))
+
+
 @pytest.fixture(scope="module")
 def small(hadoop_cluster):
     """A split dataset (train + eval) and one exported without --split, on HDFS."""
@@ -142,12 +151,6 @@ def test_no_validate_skips_the_model_check(hadoop_cluster, small):
     killed = subprocess.run([sys.executable, "-m", "tfhadoop", "kill", app], capture_output=True, text=True,
                             timeout=120)
     assert killed.returncode == 0, killed.stderr
-
-
-def test_zz_times(capsys):
-    """Print every row's submit->error time together (run last in this file)."""
-    with capsys.disabled():
-        print("\nsubmit->error times (s):", json.dumps(TIMES, indent=1))
 
 
 def test_verbose_shows_the_traceback(hadoop_cluster, small):
