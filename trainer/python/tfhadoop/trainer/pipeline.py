@@ -11,7 +11,7 @@ import sys
 from dataclasses import asdict, dataclass, field, fields, replace
 
 from tfhadoop.errors import CommandError, TrainingFailed
-from tfhadoop.trainer.job import JobSpec
+from tfhadoop.trainer.spec import JobSettings, JobSpec
 
 _PLACEHOLDER = "fit:source"  # JobSpec.data until fit names the dataset
 
@@ -93,11 +93,12 @@ def _looks_like_path(text: str) -> bool:
     return "/" in text or ":" in text
 
 
-def _train(job: JobSpec, validate_model: bool, notice, out) -> Model:
+def _train(job: JobSettings, validate_model: bool, notice, out) -> Model:
     """Submit ``job``, show its progress on ``out`` until it ends; the Model, or TrainingFailed."""
     from tfhadoop import hadoop
     from tfhadoop.trainer import console
-    from tfhadoop.trainer.job import follow, submit
+    from tfhadoop.trainer.follow import follow
+    from tfhadoop.trainer.submit import submit
     from tfhadoop.trainer.validate import validate_job
     from tfhadoop.yarn.client import require_yarn_command
 
@@ -105,7 +106,7 @@ def _train(job: JobSpec, validate_model: bool, notice, out) -> Model:
     conf = hadoop.use_cluster()
     require_yarn_command()  # the submit needs it: said before the checks, which take a while
     with console.stderr_to(log):  # TensorFlow's and Java's start-up lines go to the log file
-        manifest = validate_job(job, conf, model=validate_model, notice=notice)
+        job, manifest = validate_job(job, conf, model=validate_model, notice=notice)
         client = console.skein_client(False, log)
     with client:
         with console.stderr_to(log):
