@@ -1,8 +1,9 @@
 """``Trainer(...).fit(source)`` and the ``Model`` it returns: export (or reuse) + YARN training +
 progress in one call, then ``model.transform(df)`` scores on the Spark executors.
 
-``Trainer`` takes the keys of :class:`~tfhadoop.trainer.job.JobSpec` (the ``tfhadoop train``
-flags and YAML keys, with ``_`` for ``-``): one spec, its defaults and checks, under all three.
+``Trainer`` takes the fields of :class:`~tfhadoop.trainer.spec.JobSpec` as keywords (the
+``tfhadoop train`` flags and YAML keys, with ``_`` for ``-``): one spec, its defaults and checks,
+under all three.
 """
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ import sys
 from dataclasses import asdict, dataclass, field, fields, replace
 
 from tfhadoop.errors import CommandError, TrainingFailed
-from tfhadoop.trainer.spec import JobSettings, JobSpec
+from tfhadoop.trainer.spec import REMOVED, JobSettings, JobSpec
 
 _PLACEHOLDER = "fit:source"  # JobSpec.data until fit names the dataset
+KEYWORDS = tuple(f.name for f in fields(JobSpec))  # Trainer(...)'s keywords: JobSpec's fields
 
 
 class Trainer:
@@ -21,6 +23,10 @@ class Trainer:
     label=..., workers=..., ...)`` with the names of ``tfhadoop train``'s flags."""
 
     def __init__(self, **spec):
+        unknown = sorted(set(spec) - set(KEYWORDS) - set(REMOVED))  # a removed one: JobSpec says why
+        if unknown:
+            raise CommandError(f"Trainer got unknown keywords {', '.join(unknown)} (they are JobSpec's fields, "
+                               f"as the tfhadoop train flags with _ for -)")
         data = spec.pop("data", None)
         missing = [k for k in ("model", "checkpoint_dir", "export_dir") if not spec.get(k)]
         if missing:
