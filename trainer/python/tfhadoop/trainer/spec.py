@@ -105,10 +105,10 @@ class JobSpec:
                                           "ledger to its container (outside the process) once this many steps "
                                           "passed; a re-formed ring restores the newest commit when it is newer "
                                           "than the HDFS checkpoint (0: off)")
-    preemption_warnings: bool = setting(True, "act on YARN's preemption warnings: a warned worker gets no new work, "
-                                              "and a checkpoint due soon (a warned PS: at once) is taken before the "
-                                              "container goes; allreduce: the ring shrinks at a round boundary "
-                                              "(they are always logged as preemption_warned events)")
+    preemption_warnings: bool = setting(True, "act on YARN's preemption warnings, which are always logged as "
+                                              "preemption_warned events: keep new work off a warned worker and take "
+                                              "a checkpoint due soon (a warned PS: at once) before the container "
+                                              "goes; allreduce: shrink the ring at a round boundary")
 
     def validate(self) -> JobSettings:
         """The checked spec, defaults resolved; ``self`` is not changed. Raises CommandError."""

@@ -18,7 +18,7 @@ def spec_flags(parser) -> None:
         default = default_of(f)
         if isinstance(default, bool):
             parser.add_argument(flag("no_" + f.name), dest=f.name, action="store_false", default=None,
-                                help=f"do not {f.metadata['help']}")
+                                help=f"turn off (default on): {f.metadata['help']}")
             continue
         kind = f.metadata.get("flag_type") or {"int": int, "float": float}.get(str(f.type).split(" |")[0], str)
         shown = f" (default {default})" if isinstance(default, int | float | str) and default is not None else ""
