@@ -99,7 +99,9 @@ def run_job(args, dataset: str, tag: str, epochs: int, fault: str | None) -> dic
 
     from tfhadoop import hadoop
     from tfhadoop.connectors import hdfs
-    from tfhadoop.trainer.job import JobSpec, follow, submit
+    from tfhadoop.trainer.follow import follow
+    from tfhadoop.trainer.spec import JobSpec
+    from tfhadoop.trainer.submit import submit
 
     run = hadoop.use_cluster().default_fs.rstrip("/") + f"/tmp/bench-trainer/{tag}-{uuid.uuid4().hex[:6]}"
     job = JobSpec(model="trainer_test_models:linear", data=dataset, label="y", checkpoint_dir=f"{run}/ckpt",

@@ -1,7 +1,7 @@
 """The ``tfhadoop`` command: one entry point whose subcommands live in their areas.
 
-Each area registers its subcommands through a ``register(subparsers)`` function named in
-``COMMANDS``; modules are imported only when their command runs (or for ``--help``), so
+Each area registers its subcommands through a ``register(subparsers)`` function that
+``COMMANDS`` names as ``module:function``; modules are imported only when their command runs (or for ``--help``), so
 ``tfhadoop records ...`` never pays for importing Spark or TensorFlow.
 """
 from __future__ import annotations
@@ -16,20 +16,20 @@ from tfhadoop.errors import CommandError, TfhadoopError
 
 __all__ = ["CommandError", "main"]  # CommandError lives in tfhadoop.errors; re-exported for callers of the CLI
 
-# subcommand -> (module, one-line help). The module defines ``register(subparsers)``, which adds
-# the subcommand with its own arguments and ``set_defaults(func=...)``.
+# subcommand -> ("module:function", one-line help). The function takes the subparsers and adds the
+# subcommand with its own arguments and ``set_defaults(func=...)``.
 COMMANDS = {
-    "cluster": ("tfhadoop.yarn.cluster_cli", "run the embedded single-host Hadoop cluster (HDFS + YARN)"),
-    "records": ("tfhadoop.connectors.records_cli", "read, inspect and verify TFRecord files"),
-    "export": ("tfhadoop.spark.export", "export a Hive table, query or files as a sharded TFRecord dataset"),
-    "predict": ("tfhadoop.spark.predict", "score a Hive table or files with a SavedModel on Spark executors"),
-    "demo": ("tfhadoop.demo", "run the main job end to end on the embedded cluster"),
-    "train": ("tfhadoop.trainer.train_cli", "train a model on YARN: parameter servers + workers, survives preemption"),
-    "status": ("tfhadoop.trainer.status_cli", "state, progress and events of a training application"),
-    "logs": ("tfhadoop.trainer.logs_cli", "logs of a training application (--role worker:1)"),
-    "kill": ("tfhadoop.trainer.kill_cli", "kill a training application"),
-    "follow": ("tfhadoop.trainer.follow_cli", "follow a training job to its end (Ctrl-C detaches)"),
-    "jobs": ("tfhadoop.trainer.jobs_list_cli", "this user's training jobs"),
+    "cluster": ("tfhadoop.yarn.cluster_cli:register", "run the embedded single-host Hadoop cluster (HDFS + YARN)"),
+    "records": ("tfhadoop.connectors.records_cli:register", "read, inspect and verify TFRecord files"),
+    "export": ("tfhadoop.spark.export:register", "export a Hive table, query or files as a sharded TFRecord dataset"),
+    "predict": ("tfhadoop.spark.predict:register", "score a Hive table or files with a SavedModel on Spark executors"),
+    "demo": ("tfhadoop.demo:register", "run the main job end to end on the embedded cluster"),
+    "train": ("tfhadoop.trainer.train_cli:register", "train a model on YARN: parameter servers + workers, survives preemption"),
+    "status": ("tfhadoop.trainer.jobs_cli:register_status", "state, progress and events of a training application"),
+    "logs": ("tfhadoop.trainer.jobs_cli:register_logs", "logs of a training application (--role worker:1)"),
+    "kill": ("tfhadoop.trainer.jobs_cli:register_kill", "kill a training application"),
+    "follow": ("tfhadoop.trainer.jobs_cli:register_follow", "follow a training job to its end (Ctrl-C detaches)"),
+    "jobs": ("tfhadoop.trainer.jobs_cli:register_jobs", "this user's training jobs"),
 }
 
 
@@ -41,11 +41,12 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
     parser.add_argument("--version", action="version", version=_version())
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name, (module, help_text) in COMMANDS.items():
+    for name, (target, help_text) in COMMANDS.items():
         if only is not None and name != only:
             sub.add_parser(name, help=help_text, add_help=False)
             continue
-        importlib.import_module(module).register(sub)
+        module, _, function = target.partition(":")
+        getattr(importlib.import_module(module), function)(sub)
         if name in KERBEROS_COMMANDS:
             kerberos_options(sub.choices[name])
     return parser

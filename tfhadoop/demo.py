@@ -178,8 +178,12 @@ def _tfrecord_export(spark, table: str, rows: int, home: str) -> str:
 def _train(dataset: str, workers: int, verbose: bool, log: str | None) -> None:
     from dataclasses import asdict
 
+    from tfhadoop import hadoop
     from tfhadoop.trainer import console
-    from tfhadoop.trainer.job import JobSpec, follow, submit
+    from tfhadoop.trainer.follow import follow
+    from tfhadoop.trainer.spec import JobSpec
+    from tfhadoop.trainer.submit import submit
+    from tfhadoop.trainer.validate import validate_job
 
     run = f"{dataset}-run-{uuid.uuid4().hex[:6]}"
     job = JobSpec(model="tfhadoop.trainer.demo_model:build", data=dataset, label="label", workers=workers,
@@ -187,7 +191,11 @@ def _train(dataset: str, workers: int, verbose: bool, log: str | None) -> None:
                   checkpoint_dir=f"{run}/checkpoints", export_dir=f"{run}/model", name="tfhadoop-demo-train").validate()
     with _step(f"tfhadoop train: 1 parameter server + {workers} workers on YARN, {job.epochs} epochs"):
         with console.skein_client(verbose, log) as client:
-            app_id = submit(job, client=client, notice=lambda text: print(f"   {text}"))
+            def notice(text: str) -> None:
+                print(f"   {text}")
+
+            job, manifest = validate_job(job, hadoop.use_cluster(), notice=notice)  # paths qualified
+            app_id = submit(job, client=client, notice=notice, manifest=manifest)
             print(f"   submitted {app_id}")
             state = follow(app_id, job.checkpoint_dir, client=client,
                            display=console.Display(asdict(job), _Indented(), tty=False))

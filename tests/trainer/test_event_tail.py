@@ -53,7 +53,7 @@ class Shown:
 
 def test_long_job_events_tail_is_bounded_and_each_event_is_shown_once(monkeypatch):
     from tfhadoop.connectors import hdfs
-    from tfhadoop.trainer import job as job_mod
+    from tfhadoop.trainer import follow as follow_mod
     from tfhadoop.trainer import jobdir, protocol
     from tfhadoop.trainer.master import EventLog
 
@@ -66,13 +66,13 @@ def test_long_job_events_tail_is_bounded_and_each_event_is_shown_once(monkeypatc
         return bytes(durable)
 
     monkeypatch.setattr(hdfs, "read_bytes", read_bytes)
-    monkeypatch.setattr(job_mod.time, "sleep", lambda s: None)
+    monkeypatch.setattr(follow_mod.time, "sleep", lambda s: None)
     log = EventLog(FakeApp(), "hdfs://nn/c", "application_1_0001")
     batches = [37] * 100 + [protocol.EVENTS_TAIL + 300] + [41] * 100
     batches.append(N - sum(batches))
     client = FakeClient(log, batches)
     shown = Shown()
-    state = job_mod.follow("application_1_0001", "hdfs://nn/c", poll=0, client=client, display=shown)
+    state = follow_mod.follow("application_1_0001", "hdfs://nn/c", poll=0, client=client, display=shown)
 
     assert len(log.events) == N
     tail = json.loads(log.app.kv[protocol.KV_EVENTS])

@@ -28,7 +28,7 @@ def _finished(metrics: dict) -> dict:
 def status_of(monkeypatch, capsys):
     """Runs `tfhadoop status APP` against ``st`` (no cluster: the client and the job files faked)."""
     from tfhadoop import hadoop
-    from tfhadoop.trainer import job
+    from tfhadoop.trainer import submit as job
 
     def run(st: dict) -> str:
         monkeypatch.setattr(jobs_cli, "_client", lambda: contextlib.nullcontext(object()))

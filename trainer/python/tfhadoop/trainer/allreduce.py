@@ -31,6 +31,7 @@ import traceback
 from tfhadoop.trainer import children, protocol
 from tfhadoop.trainer.commit import FROM_CHECKPOINT, FROM_COMMIT, FROM_START, LocalCommits, choose, decode, encode
 from tfhadoop.trainer.commit import due as commit_due
+from tfhadoop.trainer.spec import JobSettings
 
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
@@ -80,7 +81,7 @@ def round_steps(tasks: list, batch_size: int) -> int:
 
 
 # -- the training process (one per container and ring generation) -----------------------------
-def train(job: dict, gen: int, rank: int, workers: int, work: str, app=None) -> dict | None:
+def train(job: JobSettings, gen: int, rank: int, workers: int, work: str, app=None) -> dict | None:
     """Train with MWMS in a ring of ``workers`` (TF_CONFIG is set); ``rank`` 0 is the chief, which
     checkpoints to HDFS, reports progress and exports. Exits the process with STOP_EXIT when the
     master asked the ring to stop (after a checkpoint). Returns the metrics (chief) or None."""
@@ -102,19 +103,19 @@ def train(job: dict, gen: int, rank: int, workers: int, work: str, app=None) -> 
     strategy = tf.distribute.MultiWorkerMirroredStrategy()
     replicas = strategy.num_replicas_in_sync
     per_worker = max(replicas // workers, 1)
-    manifest = load_manifest(job["data"])
-    build = load_model_fn(job["model"])
-    model = build_model(strategy, build, job["model"])
+    manifest = load_manifest(job.data)
+    build = load_model_fn(job.model)
+    model = build_model(strategy, build, job.model)
     step = train_step_fn(model)
-    parse = parse_fn(manifest.parse_spec, job["label"], job["sample_weight"])
-    comp, batch_size = COMPRESSION[manifest.compression], job["batch_size"]
+    parse = parse_fn(manifest.parse_spec, job.label, job.sample_weight)
+    comp, batch_size = COMPRESSION[manifest.compression], job.batch_size
 
     ckpt = tf.train.Checkpoint(model=model, optimizer=model.optimizer)
-    checkpoints = HdfsCheckpoints(ckpt, job["checkpoint_dir"], keep=job["keep_checkpoints"])
+    checkpoints = HdfsCheckpoints(ckpt, job.checkpoint_dir, keep=job.keep_checkpoints)
     touch(beat)
     state = checkpoints.restore() or {"epoch": 0, "ledger": None, "steps": 0, "history": []}
     restored_from = FROM_CHECKPOINT if state["steps"] else FROM_START
-    commits, commit_every = LocalCommits(work), job["commit_every_steps"]
+    commits, commit_every = LocalCommits(work), job.commit_every_steps
     variables = list(model.variables) + list(optimizer_variables(model.optimizer))
     if commit_every:
         shared = restore_commit(tf, strategy, per_worker, rank, commits, variables, state["steps"])
@@ -126,7 +127,7 @@ def train(job: dict, gen: int, rank: int, workers: int, work: str, app=None) -> 
           f"from {restored_from}", flush=True)
     progress = Progress(app if chief else None)
     summaries = Summaries(f"{checkpoints.url}/{protocol.TENSORBOARD_DIR}") if chief else None
-    policy = CheckpointPolicy(job["checkpoint_steps"], job["checkpoint_secs"])
+    policy = CheckpointPolicy(job.checkpoint_steps, job.checkpoint_secs)
     policy.saved(state["steps"])
     scratch = tempfile.mkdtemp(prefix=f"ckpt-{rank}-", dir=work)
 
@@ -168,9 +169,9 @@ def train(job: dict, gen: int, rank: int, workers: int, work: str, app=None) -> 
             stop_seen = raw is not None and int(raw.decode()) == gen
         return stop_seen
 
-    epochs, max_steps = job["epochs"], job["steps"]
-    expected = manifest.records(job["train_split"])
-    indexes = load_indexes(manifest, job["train_split"])
+    epochs, max_steps = job.epochs, job.steps
+    expected = manifest.records(job.train_split)
+    indexes = load_indexes(manifest, job.train_split)
     t_start, first_step_at = time.monotonic(), None
     window = {"n": 0, "loss": 0.0, "t": time.monotonic()}
 
@@ -187,7 +188,7 @@ def train(job: dict, gen: int, rank: int, workers: int, work: str, app=None) -> 
 
     while not training_done(state, epochs, max_steps):
         epoch = state["epoch"]
-        tasks = plan_epoch(manifest, job["train_split"], job["task_records"], epoch=epoch, seed=job["seed"],
+        tasks = plan_epoch(manifest, job.train_split, job.task_records, epoch=epoch, seed=job.seed,
                            indexes=indexes)
         ledger = EpochLedger.from_json(state["ledger"]) if state["ledger"] else EpochLedger(epoch, expected)
         window.update(n=0, loss=0.0, t=time.monotonic())
@@ -298,16 +299,16 @@ def finish(job, build, model, manifest, state, summaries, ckpt_url, progress, ap
                "first_step_s": (first_step_at - t_start) if first_step_at else None, "epochs": state["history"],
                "steps": state["steps"], "strategy": "allreduce", "workers": workers, "rejoins": [],
                "app": getattr(app, "id", None)}
-    split = job["eval_split"]
+    split = job.eval_split
     if split and manifest.split(split):
-        parse = parse_fn(manifest.parse_spec, job["label"], job["sample_weight"])
+        parse = parse_fn(manifest.parse_spec, job.label, job.sample_weight)
         files = [shard_url(manifest, s) for s in manifest.split(split)]
         ds = tf.data.TFRecordDataset(files, compression_type=COMPRESSION[manifest.compression]).batch(256).map(parse)
         ds = ds.map(lambda f, *y_and_weight: (model_inputs(plain, f), *y_and_weight))
         metrics["eval"] = {k: float(v) for k, v in plain.evaluate(ds, verbose=0, return_dict=True).items()}
         summaries.scalars("eval", state["steps"], metrics["eval"])
         alive()  # progress: the supervisor's round timeout covers evaluation and export separately
-    hdfs.publish(lambda staged: plain.save(staged, save_format="tf"), job["export_dir"])
+    hdfs.publish(lambda staged: plain.save(staged, save_format="tf"), job.export_dir)
     summaries.close()
     hdfs.write_bytes(protocol.job_file(ckpt_url, protocol.METRICS_FILE), json.dumps(metrics, indent=1).encode())
     progress.put(protocol.KV_METRICS, metrics)
@@ -316,11 +317,8 @@ def finish(job, build, model, manifest, state, summaries, ckpt_url, progress, ap
 
 def train_main(gen: int) -> int:
     """``allreduce train GEN``: the training process; ``error.json`` in its work dir on failure."""
-    from tfhadoop.trainer.job import job_settings
-
     work = os.getcwd()
-    with open("job.json") as f:
-        job = job_settings(json.load(f))
+    job = JobSettings.load(protocol.JOB_FILE)
     config = json.loads(os.environ["TF_CONFIG"])
     rank, workers = config["task"]["index"], len(config["cluster"]["worker"])
     app = None
@@ -452,10 +450,7 @@ def main() -> int:
          "cuda_visible_devices": os.environ["CUDA_VISIBLE_DEVICES"], "started": time.time()}).encode()
     app.kv[f"{protocol.KV_ADDR}worker/{slot}"] = address.encode()  # last: the master counts these
     print(f"worker:{slot} at {address} (CUDA_VISIBLE_DEVICES={os.environ['CUDA_VISIBLE_DEVICES']!r})", flush=True)
-    from tfhadoop.trainer.job import job_settings
-
-    with open("job.json") as f:
-        round_timeout = float(job_settings(json.load(f))["round_timeout"] or 0)
+    round_timeout = float(JobSettings.load(protocol.JOB_FILE).round_timeout or 0)
     return Supervisor(app, slot, address, round_timeout, os.getcwd()).run()
 
 

@@ -4,6 +4,7 @@ renders ``report.render`` from the live state, added to Skein's web UI as a prox
 is reached through the ResourceManager proxy from the application's tracking URL."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import socket
 import threading
@@ -42,7 +43,9 @@ class Sampler:
 
 def live_state(master) -> dict:
     """What the page shows, from the master's own view of the job."""
-    app, job = master.app, master.job
+    app = master.app
+    # the master's settings: a JobSettings, or the dict the masters read until they switch (issue 28)
+    job = master.job if isinstance(master.job, dict) else dataclasses.asdict(master.job)
     raw = app.kv.get(protocol.KV_PROGRESS)
     containers = []
     try:
@@ -51,7 +54,7 @@ def live_state(master) -> dict:
                                "host": c.yarn_node_http_address, "state": str(c.state)})
     except Exception:  # noqa: BLE001 - shown without containers
         pass
-    return {"app": getattr(app, "id", ""), "name": job.get("name"), "state": "RUNNING", "job": job,
+    return {"app": getattr(app, "id", ""), "name": job["name"], "state": "RUNNING", "job": job,
             "job_dir": job["checkpoint_dir"], "events": list(master.events.events),
             "progress": json.loads(raw.decode()) if raw else None, "containers": containers,
             "samples": list(master.sampler.samples)}

@@ -25,7 +25,7 @@ def _report(client, app_id: str):
 def _live(client, app_id: str) -> dict:
     """Progress, workers and containers of a running job from its key-value store."""
     from tfhadoop.trainer import protocol
-    from tfhadoop.trainer.job import _kv
+    from tfhadoop.trainer.follow import kv_value
 
     try:
         app = client.connect(app_id, wait=False)
@@ -40,8 +40,8 @@ def _live(client, app_id: str) -> dict:
         pass
     page = app.kv.get(protocol.KV_PAGE)
     return {"page": page.decode() if page else None,
-            "progress": _kv(app, protocol.KV_PROGRESS), "workers_alive": _kv(app, protocol.KV_WORKERS_ALIVE),
-            "events": _kv(app, protocol.KV_EVENTS), "containers": containers}  # events: the recent tail
+            "progress": kv_value(app, protocol.KV_PROGRESS), "workers_alive": kv_value(app, protocol.KV_WORKERS_ALIVE),
+            "events": kv_value(app, protocol.KV_EVENTS), "containers": containers}  # events: the recent tail
 
 
 def job_status(client, conf, app_id: str) -> dict:
@@ -75,7 +75,7 @@ def status(args) -> int:
         return follow_cmd(args)
     from tfhadoop import hadoop
     from tfhadoop.trainer.console import format_event, metrics_lines
-    from tfhadoop.trainer.job import tracking_url
+    from tfhadoop.trainer.submit import tracking_url
 
     with _client() as client:
         conf = hadoop.load_conf()

@@ -1,8 +1,9 @@
 """``Trainer(...).fit(source)`` and the ``Model`` it returns: export (or reuse) + YARN training +
 progress in one call, then ``model.transform(df)`` scores on the Spark executors.
 
-``Trainer`` takes the keys of :class:`~tfhadoop.trainer.job.JobSpec` (the ``tfhadoop train``
-flags and YAML keys, with ``_`` for ``-``): one spec, its defaults and checks, under all three.
+``Trainer`` takes the fields of :class:`~tfhadoop.trainer.spec.JobSpec` as keywords (the
+``tfhadoop train`` flags and YAML keys, with ``_`` for ``-``): one spec, its defaults and checks,
+under all three.
 """
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ import sys
 from dataclasses import asdict, dataclass, field, fields, replace
 
 from tfhadoop.errors import CommandError, TrainingFailed
-from tfhadoop.trainer.job import JobSpec
+from tfhadoop.trainer.spec import REMOVED, JobSettings, JobSpec
 
 _PLACEHOLDER = "fit:source"  # JobSpec.data until fit names the dataset
+KEYWORDS = tuple(f.name for f in fields(JobSpec))  # Trainer(...)'s keywords: JobSpec's fields
 
 
 class Trainer:
@@ -21,6 +23,10 @@ class Trainer:
     label=..., workers=..., ...)`` with the names of ``tfhadoop train``'s flags."""
 
     def __init__(self, **spec):
+        unknown = sorted(set(spec) - set(KEYWORDS) - set(REMOVED))  # a removed one: JobSpec says why
+        if unknown:
+            raise CommandError(f"Trainer got unknown keywords {', '.join(unknown)} (they are JobSpec's fields, "
+                               f"as the tfhadoop train flags with _ for -)")
         data = spec.pop("data", None)
         missing = [k for k in ("model", "checkpoint_dir", "export_dir") if not spec.get(k)]
         if missing:
@@ -93,11 +99,12 @@ def _looks_like_path(text: str) -> bool:
     return "/" in text or ":" in text
 
 
-def _train(job: JobSpec, validate_model: bool, notice, out) -> Model:
+def _train(job: JobSettings, validate_model: bool, notice, out) -> Model:
     """Submit ``job``, show its progress on ``out`` until it ends; the Model, or TrainingFailed."""
     from tfhadoop import hadoop
     from tfhadoop.trainer import console
-    from tfhadoop.trainer.job import follow, submit
+    from tfhadoop.trainer.follow import follow
+    from tfhadoop.trainer.submit import submit
     from tfhadoop.trainer.validate import validate_job
     from tfhadoop.yarn.client import require_yarn_command
 
@@ -105,7 +112,7 @@ def _train(job: JobSpec, validate_model: bool, notice, out) -> Model:
     conf = hadoop.use_cluster()
     require_yarn_command()  # the submit needs it: said before the checks, which take a while
     with console.stderr_to(log):  # TensorFlow's and Java's start-up lines go to the log file
-        manifest = validate_job(job, conf, model=validate_model, notice=notice)
+        job, manifest = validate_job(job, conf, model=validate_model, notice=notice)
         client = console.skein_client(False, log)
     with client:
         with console.stderr_to(log):

@@ -14,10 +14,15 @@ import itertools
 import json
 import os
 import sys
+from dataclasses import replace
+from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
 from tfhadoop.errors import ValidationError
 from tfhadoop.trainer import protocol
+
+if TYPE_CHECKING:
+    from tfhadoop.trainer.spec import JobSettings
 
 CLUSTER_SCHEMES = ("hdfs", "viewfs")
 
@@ -51,15 +56,12 @@ def _local_hint(original: str) -> str:
     return f"; did you mean file://{os.path.abspath(original)} (the local folder)?"
 
 
-def qualify_paths(job, default_fs: str) -> dict:
-    """Qualify the job's paths in place; returns {flag: original} for the hints."""
-    originals = {"data": job.data}
-    job.data = qualify(job.data, default_fs, "--data", local_ok=True)
-    job.checkpoint_dir = qualify(job.checkpoint_dir, default_fs, "--checkpoint-dir")
-    job.export_dir = qualify(job.export_dir, default_fs, "--export-dir")
-    if job.python_archive:
-        job.python_archive = qualify(job.python_archive, default_fs, "--python-archive")
-    return originals
+def qualify_paths(job: JobSettings, default_fs: str) -> JobSettings:
+    """The job with its paths as full URLs of the cluster's file system (``job`` is not changed)."""
+    return replace(job, data=qualify(job.data, default_fs, "--data", local_ok=True),
+                   checkpoint_dir=qualify(job.checkpoint_dir, default_fs, "--checkpoint-dir"),
+                   export_dir=qualify(job.export_dir, default_fs, "--export-dir"),
+                   python_archive=job.python_archive and qualify(job.python_archive, default_fs, "--python-archive"))
 
 
 def describe_features(parse_spec: dict, label=None) -> str:
@@ -103,9 +105,9 @@ def check_columns(job, parse_spec: dict) -> None:
                               f"(FixedLenFeature of shape [] or [1]); it is {describe_features({'features': {weight: f}})}")
 
 
-def check_dataset(job, original: str, notice) -> object:
-    """The manifest; the label is a column; train/eval splits resolved (an unsplit dataset
-    trains on every record, without evaluation)."""
+def check_dataset(job: JobSettings, original: str, notice) -> tuple[JobSettings, object]:
+    """The job with its train/eval splits resolved (an unsplit dataset trains on every record,
+    without evaluation) and the manifest; the label is a column."""
     from tfhadoop.connectors.dataset import ManifestError, load
 
     try:
@@ -119,7 +121,7 @@ def check_dataset(job, original: str, notice) -> object:
         if job.train_split not in (None, "train") or job.eval_split not in (None, "eval"):
             raise ValidationError(f"{job.data} was exported without splits: no split "
                                   f"{job.train_split if job.train_split != 'train' else job.eval_split!r}")
-        job.train_split, job.eval_split = None, None
+        job = replace(job, train_split=None, eval_split=None)
         notice(f"{job.data} has no splits: training on all {manifest.records(None)} records, no eval split")
     else:
         if job.train_split not in names:
@@ -128,9 +130,9 @@ def check_dataset(job, original: str, notice) -> object:
         if job.eval_split and job.eval_split not in names:
             if job.eval_split != "eval":
                 raise ValidationError(f"{job.data} has no split {job.eval_split!r} (splits: {', '.join(names)})")
-            job.eval_split = None
+            job = replace(job, eval_split=None)
             notice(f"{job.data} has no eval split: no evaluation at the end")
-    return manifest
+    return job, manifest
 
 
 def check_outputs(job, notice) -> None:
@@ -255,11 +257,13 @@ def check_model(job, manifest) -> None:
                               f"{shard} failed: {type(exc).__name__}: {first}; features: {listing}") from exc
 
 
-def validate_job(job, conf, model: bool = True, notice=print):
-    """All checks, in the order a user would fix them; returns the manifest."""
-    originals = qualify_paths(job, conf.default_fs)
-    manifest = check_dataset(job, originals["data"], notice)
+def validate_job(job: JobSettings, conf, model: bool = True, notice=print) -> tuple[JobSettings, object]:
+    """All checks, in the order a user would fix them; returns the job as it is submitted (paths
+    qualified, splits resolved) and the dataset's manifest."""
+    original = job.data
+    job = qualify_paths(job, conf.default_fs)
+    job, manifest = check_dataset(job, original, notice)
     check_outputs(job, notice)
     if model:
         check_model(job, manifest)
-    return manifest
+    return job, manifest

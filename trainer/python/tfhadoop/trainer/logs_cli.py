@@ -1,2 +1,0 @@
-"""``tfhadoop logs``: see jobs_cli."""
-from tfhadoop.trainer.jobs_cli import register_logs as register  # noqa: F401
