@@ -106,7 +106,7 @@ def test_without_preemption_warnings_the_warning_is_only_logged(master):
 
 
 def test_a_spared_worker_gets_work_again(master):
-    from tfhadoop.trainer.master import PREEMPTION_WITHDRAWN_S
+    from tfhadoop.trainer.watchdogs import PREEMPTION_WITHDRAWN_S
 
     now = manual_clock(master)
     bring_up(master)
@@ -177,16 +177,16 @@ def test_preemption_warnings_flag_and_yaml(tmp_path):
 
 
 def test_the_design_table_names_the_event():
-    from tfhadoop.trainer import master as m
+    from tfhadoop.trainer import design_doc
 
-    assert "| preemption_warned |" in m.transition_table()
+    assert "| preemption_warned |" in design_doc.sections()["ps-transitions"]
 
 
 # -- allreduce: a planned shrink ------------------------------------------------------------------
 @pytest.fixture
 def ring(tmp_path, monkeypatch):
     from tfhadoop.connectors import hdfs
-    from tfhadoop.trainer import allreduce_master as am
+    from tfhadoop.trainer import ring_master as am
 
     monkeypatch.setattr(hdfs, "write_bytes", lambda *a, **k: None)
     monkeypatch.setattr(hdfs, "append_bytes", lambda *a, **k: None)
@@ -207,7 +207,7 @@ def _ring(master):
 
 
 def test_a_warned_ring_member_leaves_at_a_round_boundary(ring):
-    from tfhadoop.trainer.allreduce import STOP_EXIT
+    from tfhadoop.trainer.protocol import STOP_EXIT
 
     assert _ring(ring)["slots"] == [0, 1, 2]
     _warn(ring, "y-worker_1")

@@ -36,7 +36,7 @@ def test_step_budget_checkpoint_steps_packed_env_and_role_logs(hadoop_cluster, d
     from tfhadoop.connectors import hdfs
 
     # Tasks of 300 records at batch 32 are 10 steps: 47 steps = 4 whole tasks + 7 batches of the
-    # 5th; checkpoints every 20 steps with waves of 1 task: at steps 20 and 40, and at the end.
+    # 5th; checkpoints every 20 steps with 1 task per closure: at steps 20 and 40, and at the end.
     run, proc = jobs.train(hadoop_cluster, dataset, extra=[
         "--workers", "1", "--steps", "47", "--checkpoint-tasks", "1", "--checkpoint-steps", "20",
         "--checkpoint-secs", "3600", "--python-archive", packed_env(tmp_path, hadoop_cluster)])

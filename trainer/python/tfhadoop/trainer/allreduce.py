@@ -35,7 +35,6 @@ from tfhadoop.trainer.commit import due as commit_due
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 
-STOP_EXIT = 75  # a training process that stopped at a round boundary for a new ring (checkpointed)
 POLL_S = 0.3  # the supervisor looks at the ring and its child this often
 STOP_CHECK_S = 1.0  # the chief reads ``ring_stop`` at most this often (once per round otherwise)
 HANG_ERROR = "TrainingHang"  # the error type of a training process killed for making no progress
@@ -82,7 +81,7 @@ def round_steps(tasks: list, batch_size: int) -> int:
 # -- the training process (one per container and ring generation) -----------------------------
 def train(job: dict, gen: int, rank: int, workers: int, work: str, app=None) -> dict | None:
     """Train with MWMS in a ring of ``workers`` (TF_CONFIG is set); ``rank`` 0 is the chief, which
-    checkpoints to HDFS, reports progress and exports. Exits the process with STOP_EXIT when the
+    checkpoints to HDFS, reports progress and exports. Exits the process with protocol.STOP_EXIT when the
     master asked the ring to stop (after a checkpoint). Returns the metrics (chief) or None."""
     import tensorflow as tf
 
@@ -221,7 +220,7 @@ def train(job: dict, gen: int, rank: int, workers: int, work: str, app=None) -> 
                 if chief:
                     report(epoch, ledger)  # the steps reached, exact: the master sees nothing is redone
                 print(f"gen {gen}: stopped at step {state['steps']} for a new ring (checkpoint saved)", flush=True)
-                os._exit(STOP_EXIT)
+                os._exit(protocol.STOP_EXIT)
         if window["n"] and chief:
             report(epoch, ledger)
         entry = {"epoch": epoch, "examples": ledger.examples, "expected": expected,
@@ -399,7 +398,7 @@ class Supervisor:
     def exited(self, rc: int, error: dict | None = None) -> None:
         """Tell the master how this generation's process ended (error type for a failure)."""
         path = os.path.join(self.work, f"error-{self.gen}.json")
-        if error is None and rc not in (0, STOP_EXIT) and os.path.exists(path):
+        if error is None and rc not in (0, protocol.STOP_EXIT) and os.path.exists(path):
             with open(path) as f:
                 error = {k: v for k, v in json.load(f).items() if k != "traceback"}
         self.app.kv[f"{protocol.KV_RING_EXIT}{self.slot}"] = json.dumps(

@@ -8,8 +8,10 @@ import os
 import sys
 import time
 
+from tfhadoop.trainer import protocol
+
 LINE_EVERY_S = 15  # without a terminal: a progress line at most this often (and at each epoch's end)
-QUIET_EVENTS = {"first_wave"}  # timing details: in the log and on the job page, not on the console
+QUIET_EVENTS = {protocol.EventKind.FIRST_PROGRESS}  # timing details: in the log and on the job page, not on the console
 
 
 def log_path(command: str = "train") -> str:

@@ -109,7 +109,7 @@ def training_done(state: dict, epochs: int | None, steps: int | None) -> bool:
 
 
 def within_step_budget(tasks: list, steps_left: int, batch_size: int) -> list:
-    """The tasks of a wave cut to ``steps_left`` steps: whole tasks while they fit, then the last
+    """The tasks to schedule cut to ``steps_left`` steps: whole tasks while they fit, then the last
     one shortened to the records of the steps left (a task of ``count`` records is
     ceil(count / batch_size) steps)."""
     out = []
@@ -141,7 +141,7 @@ def _wait_a_little(remote, timeout: float) -> None:
 
 class Scheduler:
     """Keeps ``limit`` closures in flight (``IN_FLIGHT_PER_WORKER`` per worker) and hands back
-    results as they complete: no waves, so no worker idles while others finish a wave. Every wait
+    results as they complete, so no worker idles while others finish theirs. Every wait
     is bounded (``POLL_S``) so the loop keeps seeing the master's rescale request. A closure
     trains a group of tasks (``--steps-per-execution``) and reports each task's examples.
 

@@ -85,7 +85,7 @@ h3{{margin:.3em 0;font-size:14px}} #state{{font-weight:bold}}</style></head><bod
 {('&middot; ' + _esc(result.get('diagnostics', ''))[:500]) if result else ''}</p>
 <p id="progress">{progress}</p>
 <h2>Plots</h2>
-{plot(samples, 'loss', 'training loss (per wave)', events)}
+{plot(samples, 'loss', 'training loss (per progress report)', events)}
 {plot(samples, 'examples_per_s', 'examples/s', events)}
 {plot(samples, 'workers_alive', 'workers alive (dashed: losses red, replacements green)', events)}
 <h2>Containers</h2>{containers}
