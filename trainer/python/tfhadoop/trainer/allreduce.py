@@ -32,9 +32,6 @@ from tfhadoop.trainer import children, protocol
 from tfhadoop.trainer.commit import FROM_CHECKPOINT, FROM_COMMIT, FROM_START, LocalCommits, choose, decode, encode
 from tfhadoop.trainer.commit import due as commit_due
 
-os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
-
 POLL_S = 0.3  # the supervisor looks at the ring and its child this often
 STOP_CHECK_S = 1.0  # the chief reads ``ring_stop`` at most this often (once per round otherwise)
 HANG_ERROR = "TrainingHang"  # the error type of a training process killed for making no progress
@@ -318,7 +315,7 @@ def train_main(gen: int) -> int:
     from tfhadoop.trainer.job import job_settings
 
     work = os.getcwd()
-    with open("job.json") as f:
+    with open(protocol.JOB_FILE) as f:
         job = job_settings(json.load(f))
     config = json.loads(os.environ["TF_CONFIG"])
     rank, workers = config["task"]["index"], len(config["cluster"]["worker"])
@@ -401,7 +398,7 @@ class Supervisor:
         if error is None and rc not in (0, protocol.STOP_EXIT) and os.path.exists(path):
             with open(path) as f:
                 error = {k: v for k, v in json.load(f).items() if k != "traceback"}
-        self.app.kv[f"{protocol.KV_RING_EXIT}{self.slot}"] = json.dumps(
+        self.app.kv[protocol.kv_ring_exit(self.slot)] = json.dumps(
             {"gen": self.gen, "rc": rc, "error": error}).encode()
 
     def run(self) -> int:
@@ -432,6 +429,7 @@ def process_state(pid: int) -> str:
 
 
 def main() -> int:
+    protocol.tf_environment()
     import skein
 
     from tfhadoop.ports import free_port
@@ -443,17 +441,17 @@ def main() -> int:
     slot, port = int(os.environ[protocol.ENV_SLOT]), int(os.environ.get(protocol.ENV_PORT) or free_port())
     os.environ["CUDA_VISIBLE_DEVICES"] = gpu_devices()
     app = skein.ApplicationClient.from_current()
-    container = os.environ.get("SKEIN_CONTAINER_ID", "")
-    heartbeat(app, f"{protocol.KV_HEARTBEAT}worker/{slot}", container, protocol.HEARTBEAT_S)
+    container = os.environ.get(protocol.ENV_SKEIN_CONTAINER_ID, "")
+    heartbeat(app, protocol.kv_heartbeat("worker", slot), container, protocol.HEARTBEAT_S)
     address = f"{socket.getfqdn()}:{usable_port('worker', slot, port)}"
-    app.kv[f"{protocol.KV_UP}worker/{slot}"] = json.dumps(
+    app.kv[protocol.kv_up("worker", slot)] = json.dumps(
         {"address": address, "container": container, "pid": os.getpid(),
          "cuda_visible_devices": os.environ["CUDA_VISIBLE_DEVICES"], "started": time.time()}).encode()
-    app.kv[f"{protocol.KV_ADDR}worker/{slot}"] = address.encode()  # last: the master counts these
+    app.kv[protocol.kv_addr("worker", slot)] = address.encode()  # last: the master counts these
     print(f"worker:{slot} at {address} (CUDA_VISIBLE_DEVICES={os.environ['CUDA_VISIBLE_DEVICES']!r})", flush=True)
     from tfhadoop.trainer.job import job_settings
 
-    with open("job.json") as f:
+    with open(protocol.JOB_FILE) as f:
         round_timeout = float(job_settings(json.load(f))["round_timeout"] or 0)
     return Supervisor(app, slot, address, round_timeout, os.getcwd()).run()
 

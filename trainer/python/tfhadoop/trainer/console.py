@@ -87,7 +87,7 @@ def quiet(verbose: bool, command: str):
 def format_event(e: dict) -> str:
     skip = ("event", "time", "cluster", "app", "diagnostics", "seq")
     detail = ", ".join(f"{k}={v}" for k, v in e.items() if k not in skip and v not in (None, "", [], {}))
-    diag = f" ({str(e['diagnostics'])[:160]})" if e.get("diagnostics") and e["event"] != "finished" else ""
+    diag = f" ({str(e['diagnostics'])[:160]})" if e.get("diagnostics") and e["event"] != protocol.EventKind.FINISHED else ""
     return f"{time.strftime('%H:%M:%S', time.localtime(e.get('time', time.time())))} {e['event']}: {detail}{diag}"
 
 

@@ -20,13 +20,6 @@ import traceback
 from tfhadoop.trainer import protocol
 from tfhadoop.trainer.job import job_settings
 
-os.environ.setdefault("GRPC_FAIL_FAST", "use_caller")
-os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
-
-
-RESCALE = "rescale"  # file the master creates in the work dir: checkpoint, then exit RESCALE_EXIT
-RESCALE_EXIT = 75
 CLUSTER_POLL_S = 0.2  # a started coordinator looks this often for the cluster spec the master writes
 IN_FLIGHT_PER_WORKER = 2  # closures scheduled per worker: one running, one queued behind it
 POLL_S = 0.05  # longest wait for a closure's result before the loop looks at the others again
@@ -356,7 +349,7 @@ def run(job: dict, cluster: dict, work: str, app=None, phases=None) -> dict:
     phases = phases or PhaseReporter(None)
     phases.enter(protocol.PHASE_CONNECTING)
     progress = Progress(app)
-    slots_file = os.path.join(work, "worker_slots.json")
+    slots_file = os.path.join(work, protocol.WORKER_SLOTS_FILE)
     slots = json.load(open(slots_file)) if os.path.exists(slots_file) else list(range(len(cluster["worker"])))
     rejoin_watch = RejoinWatch(progress, slots)
     manifest = load_manifest(job["data"])
@@ -474,7 +467,7 @@ def run(job: dict, cluster: dict, work: str, app=None, phases=None) -> dict:
             # A checkpoint is taken with nothing in flight: a closure running during the save would
             # leave part of its updates in the checkpoint but not its task in the ledger, and be
             # trained again on restore. So only a due checkpoint drains, not every few tasks.
-            rescale = os.path.exists(os.path.join(work, RESCALE))  # the master has a new cluster spec for us
+            rescale = os.path.exists(os.path.join(work, protocol.RESCALE_FILE))  # the master has a new cluster spec for us
             avoidance.refresh()
             soon = checkpoint_request(work)
             if soon is not None:  # YARN will take a container back soon: checkpoint before it goes?
@@ -490,9 +483,9 @@ def run(job: dict, cluster: dict, work: str, app=None, phases=None) -> dict:
                     saves_s += save()
                 if rescale:
                     summaries.close()
-                    os.remove(os.path.join(work, RESCALE))
+                    os.remove(os.path.join(work, protocol.RESCALE_FILE))
                     print("checkpoint saved; exiting to restart with the new cluster spec", flush=True)
-                    os._exit(RESCALE_EXIT)
+                    os._exit(protocol.RESCALE_EXIT)
                 continue
             while queue and not scheduler.full():
                 group = []
@@ -572,6 +565,8 @@ def main() -> int:
     every server in it is up."""
     from tfhadoop.trainer.children import die_with_parent
 
+    protocol.tf_environment()
+
     die_with_parent()
     with open(sys.argv[1]) as f:
         job = job_settings(json.load(f))
@@ -602,7 +597,7 @@ def main() -> int:
             cluster = json.load(f)
         metrics = run(job, cluster, work, app, phases)
     except BaseException as exc:
-        with open(os.path.join(work, "error.json"), "w") as f:
+        with open(os.path.join(work, protocol.ERROR_FILE), "w") as f:
             json.dump({"type": type(exc).__name__, "message": str(exc)[:4000],
                        "traceback": traceback.format_exc()[-8000:]}, f)
         raise

@@ -9,9 +9,12 @@ import html
 import json
 import time
 
-LOST = ("container_lost",)
-MARKED = {"container_lost": "#d62728", "replacement_up": "#2ca02c", "coordinator_started": "#1f77b4",
-          "rescaled": "#9467bd"}
+from tfhadoop.trainer import protocol
+
+K = protocol.EventKind
+LOST = (K.CONTAINER_LOST,)
+MARKED = {K.CONTAINER_LOST: "#d62728", K.REPLACEMENT_UP: "#2ca02c", K.COORDINATOR_STARTED: "#1f77b4",
+          K.RESCALED: "#9467bd"}
 
 
 def _esc(value) -> str:
