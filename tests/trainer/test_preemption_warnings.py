@@ -278,7 +278,7 @@ class FakeQueue:
 
 @pytest.fixture
 def avoidance(tmp_path):
-    from tfhadoop.trainer.coordinator import WorkerAvoidance
+    from tfhadoop.trainer.closures import WorkerAvoidance
 
     made = []
 
@@ -355,7 +355,7 @@ def test_a_closure_a_worker_was_waiting_for_when_avoided_goes_to_another(avoidan
 
 
 def test_without_a_closure_queue_nothing_is_steered(tmp_path, capsys):
-    from tfhadoop.trainer.coordinator import WorkerAvoidance
+    from tfhadoop.trainer.closures import WorkerAvoidance
 
     avoidance = WorkerAvoidance(str(tmp_path / "avoid.json"), queue_class=object)
     assert not avoidance.installed and "keeps getting closures" in capsys.readouterr().out
@@ -364,7 +364,7 @@ def test_without_a_closure_queue_nothing_is_steered(tmp_path, capsys):
 
 
 def test_checkpoint_request_is_taken_once(tmp_path):
-    from tfhadoop.trainer.coordinator import checkpoint_request
+    from tfhadoop.trainer.closures import checkpoint_request
 
     assert checkpoint_request(str(tmp_path)) is None
     (tmp_path / protocol.CHECKPOINT_SOON_FILE).write_text(json.dumps({"reason": "ps", "within_s": 15, "id": 3}))

@@ -86,10 +86,10 @@ def train(job: dict, gen: int, rank: int, workers: int, work: str, app=None) -> 
     from tfhadoop.connectors.dataset import load as load_manifest
     from tfhadoop.connectors.dataset import load_indexes
     from tfhadoop.trainer.checkpoints import CheckpointPolicy, HdfsCheckpoints
-    from tfhadoop.trainer.coordinator import Progress, build_model, load_model_fn, training_done
     from tfhadoop.trainer.step import COMPRESSION, parse_fn, records_from, train_step_fn, without_rewrites
     from tfhadoop.trainer.summaries import Summaries
     from tfhadoop.trainer.tasks import EpochLedger, plan_epoch
+    from tfhadoop.trainer.training_common import Progress, build_model, load_model_fn, training_done
 
     tfhadoop.tfhdfs.ride_out_outages()  # a NameNode restart stalls this ring's reads, not fails them
     chief = rank == 0
