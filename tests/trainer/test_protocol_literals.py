@@ -87,6 +87,16 @@ def findings(path: Path, trainer: bool = True) -> list[tuple[int, str, str]]:
             out.append((node.lineno, value, "environment variable"))
         if value in EVENTS and id(node) not in keys:
             out.append((node.lineno, value, "event kind"))
+    for node in ast.walk(tree):  # any literal key of Skein's key-value store: app.kv["..."], kv.get("...")
+        key = None
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "kv":
+            key = node.slice
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args and \
+                node.func.attr in ("get", "get_prefix", "discard", "wait", "pop") and \
+                isinstance(node.func.value, ast.Attribute) and node.func.value.attr == "kv":
+            key = node.args[0]
+        if isinstance(key, ast.Constant) and isinstance(key.value, str) and not key.value.startswith(KV_PREFIXES):
+            out.append((key.lineno, key.value, "key-value key"))
     for stmt in tree.body:  # module level: what runs at import
         for node in ast.walk(stmt):
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -119,7 +129,7 @@ def test_the_scan_sees_each_kind_of_literal(tmp_path):
     sample = tmp_path / "sample.py"
     sample.write_text('"""prose: up/worker/0 and job.json"""\nimport enum, os\nos.environ.setdefault("TFH_SLOT", "0")\n'
                       'class E(str, enum.Enum):\n    X = "container_lost"\n'
-                      'def f(role):\n    return f"up/{role}/0", "error.json", 75, "hang_detected"\n')
+                      'def f(role, app):\n    return f"up/{role}/0", "error.json", 75, "hang_detected", app.kv["ring"]\n')
     kinds = sorted(what for _, _, what in findings(sample))
     assert kinds == ["environment changed at import", "environment variable", "event kind", "exit code",
-                     "job-dir or work-dir file", "key-value key"], kinds
+                     "job-dir or work-dir file", "key-value key", "key-value key"], kinds
