@@ -91,3 +91,36 @@ def test_ring_master_retries_an_unwritten_event_line_the_next_round(appended):
     master.step()  # no new event: the round retries the lines
     assert not master.events.unwritten and [json.loads(x)["event"] for x in lines][:2] == \
         ["container_lost", "slot_abandoned"]
+
+
+class ServingApp(FakeApp):
+    """A FakeApp whose containers publish their address and serve as soon as they are requested."""
+
+    def add_container(self, service, env=None):
+        from tfhadoop.trainer import protocol
+
+        c = super().add_container(service, env)
+        slot = int((env or {})[protocol.ENV_SLOT])
+        self.serve(service, slot, f"{service}-host:{slot}")
+        return c
+
+
+def test_ps_master_run_starts_in_its_table_then_trains_to_the_end(tmp_path, monkeypatch):
+    """``run``: no loop outside the table waits for the containers; the first rounds assemble the
+    spec (STARTING), bring the cluster up and hand the coordinator the spec; its exit 0 ends it."""
+    from tests.trainer.fakes import fake_master
+
+    master = fake_master(tmp_path, monkeypatch, app=ServingApp())
+    states = []
+    step = master.step
+
+    def observed_step():
+        states.append(master.state.value)
+        if master.state.value == "training" and master.coordinator is not None:
+            master.coordinator.returncode = 0
+        return step()
+
+    monkeypatch.setattr(master, "step", observed_step)
+    assert master.run() == ("SUCCEEDED", "training finished")
+    assert states[0] == "starting" and "training" in states
+    assert event_kinds(master) == ["cluster_up", "coordinator_started", "succeeded"]
