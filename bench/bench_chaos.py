@@ -51,7 +51,7 @@ WORKERS = 3
 
 
 def fault_plan(seed: int, horizon_s: float) -> list[tuple[float, str]]:
-    """(seconds after the first wave, fault) every 60-120 s up to ``horizon_s``; one ``kill_am`` at most."""
+    """(seconds after the first progress report, fault) every 60-120 s up to ``horizon_s``; one ``kill_am`` at most."""
     rng, t, plan = random.Random(seed), 0.0, []
     while True:
         t += rng.uniform(60, 120)
@@ -234,7 +234,7 @@ def run_chaos(args, dataset, cluster, plan) -> dict:
 
 
 def steps_redone(progress: list[dict]) -> int:
-    """Drops of the step counter between consecutive waves: steps trained again from a checkpoint."""
+    """Drops of the step counter between consecutive progress reports: steps trained again from a checkpoint."""
     redone, top = 0, 0
     for p in progress:
         if p["steps"] < top:
@@ -244,7 +244,7 @@ def steps_redone(progress: list[dict]) -> int:
 
 
 def rate(progress: list[dict]) -> float:
-    """Steps/s of a run from its first to its last wave."""
+    """Steps/s of a run from its first to its last progress report."""
     a, b = progress[0], progress[-1]
     return (b["steps"] - a["steps"]) / max(1e-9, b["seen"] - a["seen"])
 
@@ -277,7 +277,7 @@ def main() -> int:
     ap.add_argument("--json", default="/tmp/bench_chaos.json")
     args = ap.parse_args()
     plan = fault_plan(args.seed, args.horizon)
-    log(f"seed {args.seed}: fault plan (s after the first wave): {plan}")
+    log(f"seed {args.seed}: fault plan (s after the first progress report): {plan}")
     log("load average at start:", os.getloadavg())
     tf_env()
     from tests.trainer.trainer_test_models import write_dataset

@@ -9,8 +9,8 @@
 - seconds from each replacement container's start (Skein ``Container.start_time``) to the
   coordinator's ``rejoins`` entry for its slot;
 - seconds from a parameter server's loss (PS container killed through Skein) to the restarted
-  coordinator's first completed wave;
-- seconds from ``submit()`` to the first completed wave, for every job.
+  coordinator's first progress report;
+- seconds from ``submit()`` to the first progress report, for every job.
 
 Workers read their shards over hdfs:// (no localization), so the input path is measured where it
 lies: TFRecordDataset over hdfs:// vs local files in bench.bench_tfhdfs, a task's cost by its
@@ -57,8 +57,8 @@ class Watch:
         self.faults, self.notes = [], []
 
     def follow_progress(self, app, stop: threading.Event) -> None:
-        """Every `progress` value the coordinator publishes (one per wave, with its own timestamp),
-        polled often enough (waves take seconds) that none is missed."""
+        """Every `progress` value the coordinator publishes (about one a second, with its own timestamp),
+        polled often enough (one a second) that none is missed."""
         while not stop.is_set():
             p = self.kv(app, "progress")
             if p and (not self.progress or p != self.progress[-1]):
@@ -182,22 +182,22 @@ def run_job(args, dataset: str, tag: str, epochs: int, fault: str | None) -> dic
 # -- what each run says ---------------------------------------------------------------------------
 def summarize(r: dict, records: int) -> dict:
     """Useful examples per second (over the coordinator's train_seconds, and over first -> last
-    completed wave), submit -> first completed wave, and per-epoch exactness. A wave's time is the
+    progress report), submit -> first progress report, and per-epoch exactness. A report's time is the
     coordinator's own timestamp in its `progress` value."""
     m, ev = r["metrics"], r["events"]
     starts = [e for e in ev if e["event"] == "coordinator_started"]
-    waves = [e for e in ev if e["event"] == "first_wave"]
+    firsts = [e for e in ev if e["event"] == "first_progress"]
     done = sum(e["examples"] for e in m["epochs"])
     first, last = r["progress"][0], r["progress"][-1]
     return {"examples": done, "epochs_exact": [e["examples"] for e in m["epochs"]] == [records] * r["epochs"],
             "per_epoch": [e["examples"] for e in m["epochs"]],
             "coordinator_starts": len(starts), "train_seconds": m["train_seconds"],
             "examples_per_s_train_seconds": done / m["train_seconds"],
-            "first_to_last_wave_s": last["time"] - first["time"], "first_wave_examples": first["examples"],
-            "waves_seen": len(r["progress"]), "first_wave_seen_steps": first["steps"],
+            "first_to_last_progress_s": last["time"] - first["time"], "first_progress_examples": first["examples"],
+            "progress_reports_seen": len(r["progress"]), "first_progress_seen_steps": first["steps"],
             "submit_to_coordinator_begin_s": starts[0]["time"] - r["submit"],
-            "submit_to_first_wave_s": first["time"] - r["submit"],
-            "submit_to_first_wave_event_s": (waves[0]["time"] - r["submit"]) if waves else None,
+            "submit_to_first_progress_s": first["time"] - r["submit"],
+            "submit_to_first_progress_event_s": (firsts[0]["time"] - r["submit"]) if firsts else None,
             "submit_to_first_checkpoint_s": (r["checkpoints"][0] - r["submit"]) if r["checkpoints"] else None,
             "first_step_s_metric": m.get("first_step_s"), "final_status": r["final_status"],
             "wall_s": r["end"] - r["submit"]}
@@ -221,14 +221,14 @@ def replacement_times(r: dict) -> list[dict]:
 
 
 def ps_recovery(r: dict) -> dict:
-    """PS lost (the master's container_lost event; also from our kill call) -> the first wave the
+    """PS lost (the master's container_lost event; also from our kill call) -> the first progress the
     restarted coordinator completed: the first `progress` timestamp after the loss (cross-checks:
-    the master's `first_wave` event, noticed in its 1 s loop, and the first ckpt-<ns> uploaded)."""
+    the master's `first_progress` event, noticed in its 1 s loop, and the first ckpt-<ns> uploaded)."""
     lost = next(e for e in r["events"] if e["event"] == "container_lost" and e["role"] == "ps")
     kill = r["faults"][0]["killed"] if r["faults"] else None
     after = lambda ts: next((t for t in ts if t > lost["time"]), None)  # noqa: E731
     restarted = after([e["time"] for e in r["events"] if e["event"] == "coordinator_started"])
-    wave_event = after([e["time"] for e in r["events"] if e["event"] == "first_wave"])
+    progress_event = after([e["time"] for e in r["events"] if e["event"] == "first_progress"])
     resumed = after([p["time"] for p in r["progress"]])
     ck = after(r["checkpoints"])
     since = lambda t, t0: (t - t0) if t is not None and t0 is not None else None  # noqa: E731
@@ -236,7 +236,7 @@ def ps_recovery(r: dict) -> dict:
             "lost_to_resumed_s": since(resumed, lost["time"]), "kill_to_resumed_s": since(resumed, kill),
             "kill_to_lost_event_s": since(lost["time"], kill),
             "lost_to_coordinator_begin_s": since(restarted, lost["time"]),
-            "lost_to_first_wave_event_s": since(wave_event, lost["time"]),
+            "lost_to_first_progress_event_s": since(progress_event, lost["time"]),
             "lost_to_first_checkpoint_s": since(ck, lost["time"])}
 
 
@@ -270,7 +270,7 @@ def main() -> int:
                     help="no preemption this long after the urgent app: kill a worker through Skein instead")
     ap.add_argument("--urgent-memory", type=int, default=2048, help="MiB per urgent container")
     ap.add_argument("--urgent-tasks", type=int, default=3, help="urgent containers (256 MiB AM + 3 x 2 GiB)")
-    ap.add_argument("--ps-kill-after", type=float, default=45, help="kill the PS this long after the first wave")
+    ap.add_argument("--ps-kill-after", type=float, default=45, help="kill the PS this long after the first progress")
     ap.add_argument("--no-bracket", dest="bracket", action="store_false",
                     help="no second fault-free run at the end (goodput then compares against one run)")
     ap.add_argument("--skip", default="", help="comma list of parts to skip: baseline,preempt,ps")
@@ -328,22 +328,22 @@ def report(out: dict) -> None:
         s = r["summary"]
         print(f"[{tag}] {s['final_status']}: {s['examples']} examples, epochs exact: {s['epochs_exact']}, "
               f"coordinator starts {s['coordinator_starts']}, train_seconds {s['train_seconds']:.1f} "
-              f"-> {s['examples_per_s_train_seconds']:.0f} ex/s; first->last wave {s['first_to_last_wave_s']:.1f} s; "
+              f"-> {s['examples_per_s_train_seconds']:.0f} ex/s; first->last progress {s['first_to_last_progress_s']:.1f} s; "
               f"submit -> coordinator begins {s['submit_to_coordinator_begin_s']:.1f} s, "
-              f"submit -> first wave {s['submit_to_first_wave_s']:.1f} s (target <= 30; master's first_wave "
-              f"event {fmt(s['submit_to_first_wave_event_s'], ' s')})")
+              f"submit -> first progress {s['submit_to_first_progress_s']:.1f} s (target <= 30; master's first_progress "
+              f"event {fmt(s['submit_to_first_progress_event_s'], ' s')})")
         for n in r["notes"]:
             print(f"[{tag}] NOTE: {n}")
     bases = [runs[t]["summary"] for t in ("baseline", "baseline2") if t in runs]
     if bases and "preempt" in runs:
         p = runs["preempt"]["summary"]
         base_rate = sum(b["examples_per_s_train_seconds"] for b in bases) / len(bases)
-        base_wave = sum(b["examples"] / b["first_to_last_wave_s"] for b in bases) / len(bases)
+        base_rate = sum(b["examples"] / b["first_to_last_progress_s"] for b in bases) / len(bases)
         g = p["examples_per_s_train_seconds"] / base_rate
-        g2 = (p["examples"] / p["first_to_last_wave_s"]) / base_wave
+        g2 = (p["examples"] / p["first_to_last_progress_s"]) / base_rate
         each = [p["examples_per_s_train_seconds"] / b["examples_per_s_train_seconds"] for b in bases]
         gp = goodput(sum(b["wall_s"] for b in bases) / len(bases), p["wall_s"])
-        out["goodput"] = {"goodput": gp, "train_seconds_ratio": g, "first_to_last_wave_ratio": g2,
+        out["goodput"] = {"goodput": gp, "train_seconds_ratio": g, "first_to_last_progress_ratio": g2,
                           "train_seconds_ratio_vs_each_baseline": each, "baseline_examples_per_s": base_rate}
         kinds = [f["kind"] + ":" + str(f.get("role", "worker")) for f in runs["preempt"]["faults"]]
         if len(kinds) < 2:
@@ -352,7 +352,7 @@ def report(out: dict) -> None:
         print(f"goodput (fault-free wall / faulted wall, mean of {len(bases)} fault-free) = {gp:.3f} (target >= 0.8); "
               f"examples/s over train_seconds, faulted / fault-free = {g:.3f} (vs each fault-free run "
               f"{', '.join(f'{x:.3f}' for x in each)}); "
-              f"over first->last wave: {g2:.3f}; faults: {kinds}; "
+              f"over first->last progress: {g2:.3f}; faults: {kinds}; "
               f"per-epoch counts exact in the faulted run: {p['epochs_exact']}")
     for tag, err in out.get("errors", {}).items():
         print(f"[{tag}] ERROR: {err}")
@@ -365,10 +365,10 @@ def report(out: dict) -> None:
         print(f"replacement start -> first step: max {fmt(max(vals) if vals else None, ' s')} (target <= 30)")
     if "ps_recovery" in out:
         pr = out["ps_recovery"]
-        print(f"PS lost (event) -> restarted coordinator's first wave: {fmt(pr['lost_to_resumed_s'], ' s')} (target <= 60); "
+        print(f"PS lost (event) -> restarted coordinator's first progress: {fmt(pr['lost_to_resumed_s'], ' s')} (target <= 60); "
               f"from the kill call {fmt(pr['kill_to_resumed_s'], ' s')}; lost -> coordinator begins "
-              f"{fmt(pr['lost_to_coordinator_begin_s'], ' s')}; master's first_wave event "
-              f"{fmt(pr['lost_to_first_wave_event_s'], ' s')}; first checkpoint {fmt(pr['lost_to_first_checkpoint_s'], ' s')}")
+              f"{fmt(pr['lost_to_coordinator_begin_s'], ' s')}; master's first_progress event "
+              f"{fmt(pr['lost_to_first_progress_event_s'], ' s')}; first checkpoint {fmt(pr['lost_to_first_checkpoint_s'], ' s')}")
     with open(out["args"]["json"], "w") as f:
         json.dump(out, f, indent=1, default=str)
     print("JSON:", out["args"]["json"])

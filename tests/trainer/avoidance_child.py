@@ -16,7 +16,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import tensorflow as tf
 
 from tfhadoop.ports import free_ports
-from tfhadoop.trainer.coordinator import WorkerAvoidance
+from tfhadoop.trainer.closures import WorkerAvoidance
 
 
 def main() -> int:

@@ -22,7 +22,7 @@ def main():
 
     from tfhadoop.trainer.allreduce import optimizer_variables, restore_commit
     from tfhadoop.trainer.commit import LocalCommits
-    from tfhadoop.trainer.coordinator import build_model
+    from tfhadoop.trainer.training_common import build_model
 
     rank, work, checkpoint_steps = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
     strategy = tf.distribute.MultiWorkerMirroredStrategy()

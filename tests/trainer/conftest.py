@@ -7,6 +7,11 @@ import pytest
 
 from tests.trainer import trainer_test_models as models
 from tests.trainer.fakes import fake_master
+from tfhadoop.trainer import protocol
+
+# The tests that run TensorFlow in this process need what a role container's process has (the
+# trainer's modules no longer set it when imported).
+protocol.tf_environment()
 
 
 @pytest.fixture(scope="module")

@@ -75,30 +75,29 @@ PS_JOB = {"checkpoint_dir": "hdfs://nn/c", "ps": 1, "workers": 2, "min_workers":
 
 
 def fake_master(work, monkeypatch, app=None, attempt=1, **job):
-    """A PS-mode ``Master`` on a ``FakeApp`` (``PS_JOB`` with ``job``'s changes), its coordinator a
+    """A ``PsMaster`` on a ``FakeApp`` (``PS_JOB`` with ``job``'s changes), its coordinator a
     ``FakeCoordinator``, its sleeps instant and its HDFS writes dropped."""
-    from tfhadoop.connectors import hdfs
-    from tfhadoop.trainer import master as m
+    import subprocess
+    import time
 
-    monkeypatch.setattr(m.subprocess, "Popen", FakeCoordinator)
-    monkeypatch.setattr(m.time, "sleep", lambda s: None)
+    from tfhadoop.connectors import hdfs
+    from tfhadoop.trainer import ps_master as m
+
+    monkeypatch.setattr(subprocess, "Popen", FakeCoordinator)
+    monkeypatch.setattr(time, "sleep", lambda s: None)
     monkeypatch.setattr(hdfs, "write_bytes", lambda *a, **k: None)
     monkeypatch.setattr(hdfs, "append_bytes", lambda *a, **k: None)
-    return m.Master(app or FakeApp(), {**PS_JOB, **job}, str(work), attempt=attempt)
+    return m.PsMaster(app or FakeApp(), {**PS_JOB, **job}, str(work), attempt=attempt)
 
 
 def bring_up(master, workers=(0, 1)):
-    """What Master.run does before its loop, with the containers serving at once."""
-    from tfhadoop.trainer import master as m
-
-    master.spawn_coordinator()
-    for role, slot in master.ports:
-        master.start(role, slot)
+    """What PsMaster.run does, with the containers serving at once: launch, then the rounds that
+    publish the spec (STARTING) and hand it to the coordinator (WAITING -> TRAINING)."""
+    master.launch()
     master.app.serve("ps", 0, "h:1")
     for s in workers:
         master.app.serve("worker", s, f"h:{10 + s}")
-    master.publish_cluster(master.wait_addresses(10))
-    master.dispatch(m.Event.CLUSTER_UP)
+    assert master.step() is None
     assert master.step() is None
 
 

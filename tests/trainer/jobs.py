@@ -143,9 +143,9 @@ def wait_epochs(hadoop_cluster, run, proc, epochs: int, timeout: float = 300):
     assert proc.poll() is None, proc.communicate()[1][-3000:]
 
 
-def seconds_to_first_wave(events: list, since_event: dict, t0: float) -> str:
+def seconds_to_first_progress(events: list, since_event: dict, t0: float) -> str:
     """When the master first saw training progress after ``since_event``, as "N.N s" after ``t0``;
     for the printed timings only: a job that finishes within one of the master's 1 s looks after
-    a restart leaves no ``first_wave`` event, and its exactly-once counts say it trained."""
-    first = next((e for e in events[events.index(since_event):] if e["event"] == "first_wave"), None)
+    a restart leaves no ``first_progress`` event, and its exactly-once counts say it trained."""
+    first = next((e for e in events[events.index(since_event):] if e["event"] == "first_progress"), None)
     return f"{first['time'] - t0:.1f} s" if first else "(not seen: it trained within one look of the master)"

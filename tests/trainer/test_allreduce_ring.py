@@ -9,8 +9,9 @@ import pytest
 
 from tests.trainer.fakes import FakeApp, ManualClock, event_kinds
 from tfhadoop.errors import CommandError
-from tfhadoop.trainer.allreduce import STOP_EXIT, cut_round, plan_rounds, round_steps
+from tfhadoop.trainer.allreduce import cut_round, plan_rounds, round_steps
 from tfhadoop.trainer.job import JobSpec
+from tfhadoop.trainer.protocol import STOP_EXIT
 from tfhadoop.trainer.tasks import Task
 
 BASE = {"model": "m:f", "data": "hdfs:///d", "checkpoint_dir": "/c", "export_dir": "/e"}
@@ -59,7 +60,7 @@ def test_steps_budget_cuts_a_round():
 @pytest.fixture
 def ring(monkeypatch):
     from tfhadoop.connectors import hdfs
-    from tfhadoop.trainer import allreduce_master as am
+    from tfhadoop.trainer import ring_master as am
 
     monkeypatch.setattr(hdfs, "write_bytes", lambda *a, **k: None)
     monkeypatch.setattr(hdfs, "append_bytes", lambda *a, **k: None)
@@ -127,7 +128,7 @@ def test_preempted_member_reforms_with_survivors_then_grows_back_at_a_round_boun
 
 
 def test_model_bug_fails_at_once_and_a_cluster_error_restarts_after_its_grace(ring):
-    from tfhadoop.trainer.allreduce_master import EXIT_GRACE_S
+    from tfhadoop.trainer.ring_master import EXIT_GRACE_S
 
     _formed(ring)
     ring.app.kv["ring_exit/1"] = json.dumps({"gen": 1, "rc": 1, "error": {"type": "UnavailableError",

@@ -6,8 +6,9 @@ import os
 import pytest
 
 from tfhadoop.trainer.checkpoints import CheckpointPolicy
-from tfhadoop.trainer.coordinator import training_done, within_step_budget
+from tfhadoop.trainer.closures import within_step_budget
 from tfhadoop.trainer.tasks import Task
+from tfhadoop.trainer.training_common import training_done
 
 
 class Clock:

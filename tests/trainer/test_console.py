@@ -52,7 +52,7 @@ def test_display_without_terminal_prints_a_line_per_epoch_or_interval():
     d.progress({**P, "epoch": 1, "examples": 100}, 1)
     d.event({"time": 0, "event": "container_lost", "role": "worker", "slot": 1, "preempted": True,
              "diagnostics": "Container preempted by scheduler"})
-    d.event({"time": 0, "event": "first_wave", "role": "chief"})  # a timing detail: not on the console
+    d.event({"time": 0, "event": "first_progress", "role": "chief"})  # a timing detail: not on the console
     lines = out.getvalue().splitlines()
     assert len(lines) == 3, lines
     assert lines[1].startswith("epoch 2/2") and "workers 1/2" in lines[1]

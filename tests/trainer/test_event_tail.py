@@ -55,7 +55,7 @@ def test_long_job_events_tail_is_bounded_and_each_event_is_shown_once(monkeypatc
     from tfhadoop.connectors import hdfs
     from tfhadoop.trainer import follow as follow_mod
     from tfhadoop.trainer import jobdir, protocol
-    from tfhadoop.trainer.master import EventLog
+    from tfhadoop.trainer.event_log import EventLog
 
     durable = bytearray()
     monkeypatch.setattr(hdfs, "append_bytes", lambda url, data: durable.extend(data))
@@ -87,7 +87,7 @@ def test_long_job_events_tail_is_bounded_and_each_event_is_shown_once(monkeypatc
 def test_tail_keeps_to_its_byte_budget(monkeypatch):
     from tfhadoop.connectors import hdfs
     from tfhadoop.trainer import protocol
-    from tfhadoop.trainer.master import EventLog
+    from tfhadoop.trainer.event_log import EventLog
 
     monkeypatch.setattr(hdfs, "append_bytes", lambda *a: None)
     log = EventLog(FakeApp(), "hdfs://nn/c", "application_1_0001")

@@ -16,29 +16,28 @@ def _beat(master, role, slot, n):
 
 
 def test_every_event_has_one_handler_and_a_rule():
-    from tfhadoop.trainer import master as m
+    from tfhadoop.trainer import ps_master as m
 
-    assert set(m.TRANSITIONS) == set(m.Event)
-    for event, rule in m.TRANSITIONS.items():
-        assert callable(getattr(m.Master, f"on_{event.value}")), event
+    assert set(m.TRANSITIONS) == set(m.Event) == set(m.PsMaster.handlers(m.PsMaster.__new__(m.PsMaster)))
+    for rule in m.TRANSITIONS.values():
         assert rule.states and (rule.next or rule.stay) and rule.does
     assert not {m.State.SUCCEEDED, m.State.FAILED} & set().union(*(r.states for r in m.TRANSITIONS.values()))
 
 
 def test_a_transition_outside_the_table_is_an_error(master):
-    from tfhadoop.trainer import master as m
+    from tfhadoop.trainer import ps_master as m
 
     bring_up(master)
     assert master.state == m.State.TRAINING
     master.on_progress = lambda: m.State.WAITING  # a handler that breaks its rule
-    master.first_wave_seen = False
+    master.first_progress_seen = False
     master.app.kv["progress"] = b"{}"
     with pytest.raises(AssertionError, match="progress in training led to waiting"):
         master.step()
 
 
 def test_events_outside_their_states_are_ignored(master):
-    from tfhadoop.trainer import master as m
+    from tfhadoop.trainer import ps_master as m
 
     assert master.state == m.State.STARTING
     master.dispatch(m.Event.SERVERS_UP)  # only in WAITING
@@ -46,7 +45,7 @@ def test_events_outside_their_states_are_ignored(master):
 
 
 def test_hung_worker_is_killed_after_the_hang_timeout_and_replaced(master):
-    from tfhadoop.trainer import master as m
+    from tfhadoop.trainer import ps_master as m
 
     now = manual_clock(master)
     master.job["hang_timeout"] = 30
@@ -82,7 +81,7 @@ def test_hung_worker_is_killed_after_the_hang_timeout_and_replaced(master):
 
 
 def test_hung_parameter_server_restarts_training_from_the_checkpoint(master):
-    from tfhadoop.trainer import master as m
+    from tfhadoop.trainer import ps_master as m
 
     now = manual_clock(master)
     master.job["hang_timeout"] = 5
@@ -104,11 +103,9 @@ def test_hung_parameter_server_restarts_training_from_the_checkpoint(master):
 
 def test_preemption_before_the_cluster_is_up_is_replaced_not_fatal(master):
     """Row 5a: YARN takes a container back while the cluster starts: replaced, the start goes on."""
-    from tfhadoop.trainer import master as m
+    from tfhadoop.trainer import ps_master as m
 
-    master.spawn_coordinator()
-    for role, slot in master.ports:
-        master.start(role, slot)
+    master.launch()
     first = master.live[("worker", 1)]
     c = next(c for c in master.app.containers if c.id == first)
     c.exit_message = "Container preempted by scheduler"
@@ -116,20 +113,34 @@ def test_preemption_before_the_cluster_is_up_is_replaced_not_fatal(master):
     master.app.serve("ps", 0, "h:1")
     master.app.serve("worker", 0, "h:10")
     master.app.serve("worker", 1, "h:11")  # its replacement
-    master.publish_cluster(master.wait_addresses(10))
-    assert master.live[("worker", 1)] != first and master.state == m.State.STARTING
-    master.dispatch(m.Event.CLUSTER_UP)
+    assert master.step() is None  # the loss, its replacement, the spec, then cluster_up
+    assert master.live[("worker", 1)] != first and master.state == m.State.WAITING
     assert master.step() is None and master.state == m.State.TRAINING
     assert event_kinds(master)[:3] == ["container_lost", "replacement_requested", "cluster_up"]
 
 
 def test_a_container_that_fails_while_starting_fails_the_job(master):
-    master.spawn_coordinator()
-    for role, slot in master.ports:
-        master.start(role, slot)
+    master.launch()
     master.app.lose(master.live[("ps", 0)])
-    with pytest.raises(RuntimeError, match="ps_0 failed while starting"):
-        master.wait_addresses(10)
+    status, diagnostics = master.step() or ("", "")
+    assert status == "FAILED" and "ps_0 failed while starting" in diagnostics
+
+
+def test_a_start_slower_than_the_startup_timeout_fails_saying_why(master):
+    now = manual_clock(master)
+    master.launch()
+    master.app.serve("ps", 0, "h:1")
+    assert master.step() is None
+    now[0] = master.job["startup_timeout"] + 1
+    status, diagnostics = master.step() or ("", "")
+    assert status == "FAILED" and "0 of 2 workers started within" in diagnostics and "queue q" in diagnostics
+
+
+def test_a_coordinator_that_exits_while_the_cluster_starts_fails_the_job(master):
+    master.launch()
+    master.coordinator.returncode = 1
+    status, diagnostics = master.step() or ("", "")
+    assert status == "FAILED" and "the coordinator exited while the cluster started" in diagnostics
 
 
 def _attempt2(tmp_path, monkeypatch, files: dict):
@@ -150,7 +161,7 @@ def _attempt2(tmp_path, monkeypatch, files: dict):
 
 def test_am_attempt_2_resumes_from_the_checkpoint(tmp_path, monkeypatch):
     """Row 1: the new master records where it resumes; the coordinator restores that checkpoint."""
-    from tfhadoop.trainer import master as m
+    from tfhadoop.trainer import ps_master as m
 
     master = _attempt2(tmp_path, monkeypatch, {"latest/state.json": {"epoch": 3, "steps": 225}})
     master.dispatch(m.Event.AM_RESTARTED)
@@ -192,15 +203,10 @@ def test_application_attempt_from_the_container_id(monkeypatch):
     assert application_attempt() == 1
 
 
-def test_the_design_doc_shows_the_current_table():
-    from pathlib import Path
+def test_the_design_doc_shows_the_current_tables():
+    from tfhadoop.trainer import design_doc
 
-    from tfhadoop.trainer.master import transition_table
-
-    doc = (Path(__file__).resolve().parents[2] / "docs/design/trainer.md").read_text()
-    shown = doc.split("<!-- transitions:begin -->\n", 1)[1].split("<!-- transitions:end -->", 1)[0]
-    assert shown == transition_table(), "run: python -c 'from tfhadoop.trainer.master import transition_table; " \
-                                        "print(transition_table())' and paste into docs/design/trainer.md"
+    assert design_doc.stale() == [], "run: python -m tfhadoop.trainer.design_doc --write"
 
 
 def _exit_with(master, rc, error=None):
@@ -214,7 +220,7 @@ def _exit_with(master, rc, error=None):
 
 
 def test_coordinator_exits_success_model_bug_and_cluster_error(master):
-    from tfhadoop.trainer import master as m
+    from tfhadoop.trainer import ps_master as m
 
     now = manual_clock(master)
     bring_up(master)
@@ -230,7 +236,7 @@ def test_coordinator_exits_success_model_bug_and_cluster_error(master):
 
 
 def test_coordinator_success_ends_the_job(master):
-    from tfhadoop.trainer import master as m
+    from tfhadoop.trainer import ps_master as m
 
     bring_up(master)
     assert _exit_with(master, 0) == ("SUCCEEDED", "training finished") and master.state == m.State.SUCCEEDED
@@ -242,7 +248,7 @@ def test_coordinator_success_ends_the_job(master):
 def test_all_workers_preempted_at_once_are_replaced_and_training_waits_for_them(master):
     """Row 5c/5d: every worker preempted in the same round: each replaced at once (not counted),
     the coordinator keeps running (its closures wait for workers), nothing fails."""
-    from tfhadoop.trainer import master as m
+    from tfhadoop.trainer import ps_master as m
 
     bring_up(master)
     for slot in (0, 1):
@@ -265,7 +271,7 @@ def test_containers_of_a_lost_node_are_replaced_elsewhere_and_not_counted(master
     """Rows 3 and 7: the node holding the PS and worker 1 is lost (YARN: -100). Neither loss is the
     slot's failure; the coordinator is stopped (the PS's variables are gone), both are replaced,
     come back on another host, and the next coordinator gets the moved addresses."""
-    from tfhadoop.trainer import master as m
+    from tfhadoop.trainer import ps_master as m
 
     bring_up(master)
     old = master.coordinator
@@ -293,7 +299,7 @@ def test_containers_of_a_lost_node_are_replaced_elsewhere_and_not_counted(master
 def test_a_coordinator_is_not_given_servers_whose_heartbeat_stopped(master):
     """A node vanishes: its PS's "up" key stays until YARN declares the node lost. The coordinator
     fails (Unavailable); its successor waits for the PS instead of failing against it again."""
-    from tfhadoop.trainer import master as m
+    from tfhadoop.trainer import ps_master as m
 
     now = manual_clock(master)
     bring_up(master)
@@ -322,8 +328,8 @@ def test_a_coordinator_is_not_given_servers_whose_heartbeat_stopped(master):
 def test_preemption_during_a_rescale_checkpoint_is_folded_into_the_restart(master):
     """Row 5b: a worker is preempted while the coordinator checkpoints to exit for a new spec
     (RESCALING): replaced, not counted; the restart waits for it and gets one spec with both."""
-    from tfhadoop.trainer import master as m
-    from tfhadoop.trainer.coordinator import RESCALE_EXIT
+    from tfhadoop.trainer import ps_master as m
+    from tfhadoop.trainer.protocol import RESCALE_EXIT
 
     bring_up(master, workers=(0,))  # worker 1 arrives late: the coordinator is asked to rescale
     master.app.serve("worker", 1, "h:11")
@@ -351,7 +357,7 @@ def test_an_abandoned_slot_is_reopened_when_a_new_coordinator_needs_it(master):
     while worker 0 trains; then the PS is lost. The next coordinator's spec still names worker 1
     (task indices cannot move), so the slot gets a replacement again and the coordinator waits for
     it, instead of being handed a worker that is gone."""
-    from tfhadoop.trainer import master as m
+    from tfhadoop.trainer import ps_master as m
 
     master.job["max_worker_restarts"] = 0
     bring_up(master)
@@ -382,7 +388,7 @@ def _beat_servers(master, n):
 
 
 def test_silent_coordinator_is_killed_and_restarted_from_the_checkpoint(master):
-    from tfhadoop.trainer import master as m
+    from tfhadoop.trainer import ps_master as m
 
     now = manual_clock(master)
     master.job["hang_timeout"] = 30
@@ -418,7 +424,7 @@ def test_silent_coordinator_is_killed_and_restarted_from_the_checkpoint(master):
 
 
 def test_coordinator_stuck_in_one_phase_past_its_limit_is_restarted(master):
-    from tfhadoop.trainer import master as m
+    from tfhadoop.trainer import ps_master as m
 
     now = manual_clock(master)
     master.job["phase_timeouts"] = {**master.job["phase_timeouts"], "checkpointing": 100}
@@ -461,13 +467,13 @@ def test_a_long_evaluation_an_hdfs_wait_and_no_live_worker_are_not_hangs(master)
     master.app.lose(master.live[("worker", 0)])
     master.app.lose(master.live[("worker", 1)])
     master.step()
-    assert master.workers_serving() == 0  # both replaced; the replacements do not serve yet
+    assert master.coordinator_watch.workers_serving() == 0  # both replaced; the replacements do not serve yet
     run_for(1200, "training")  # no progress while no worker serves: waiting for the replacements
     assert "coordinator_hung" not in event_kinds(master)
 
 
 def test_a_coordinator_that_keeps_hanging_fails_the_job_after_max_coordinator_restarts(master):
-    from tfhadoop.trainer import master as m
+    from tfhadoop.trainer import ps_master as m
 
     now = manual_clock(master)
     master.job.update(hang_timeout=5, max_coordinator_restarts=1)

@@ -106,7 +106,7 @@ def test_without_preemption_warnings_the_warning_is_only_logged(master):
 
 
 def test_a_spared_worker_gets_work_again(master):
-    from tfhadoop.trainer.master import PREEMPTION_WITHDRAWN_S
+    from tfhadoop.trainer.watchdogs import PREEMPTION_WITHDRAWN_S
 
     now = manual_clock(master)
     bring_up(master)
@@ -177,16 +177,16 @@ def test_preemption_warnings_flag_and_yaml(tmp_path):
 
 
 def test_the_design_table_names_the_event():
-    from tfhadoop.trainer import master as m
+    from tfhadoop.trainer import design_doc
 
-    assert "| preemption_warned |" in m.transition_table()
+    assert "| preemption_warned |" in design_doc.sections()["ps-transitions"]
 
 
 # -- allreduce: a planned shrink ------------------------------------------------------------------
 @pytest.fixture
 def ring(tmp_path, monkeypatch):
     from tfhadoop.connectors import hdfs
-    from tfhadoop.trainer import allreduce_master as am
+    from tfhadoop.trainer import ring_master as am
 
     monkeypatch.setattr(hdfs, "write_bytes", lambda *a, **k: None)
     monkeypatch.setattr(hdfs, "append_bytes", lambda *a, **k: None)
@@ -207,7 +207,7 @@ def _ring(master):
 
 
 def test_a_warned_ring_member_leaves_at_a_round_boundary(ring):
-    from tfhadoop.trainer.allreduce import STOP_EXIT
+    from tfhadoop.trainer.protocol import STOP_EXIT
 
     assert _ring(ring)["slots"] == [0, 1, 2]
     _warn(ring, "y-worker_1")
@@ -278,7 +278,7 @@ class FakeQueue:
 
 @pytest.fixture
 def avoidance(tmp_path):
-    from tfhadoop.trainer.coordinator import WorkerAvoidance
+    from tfhadoop.trainer.closures import WorkerAvoidance
 
     made = []
 
@@ -355,7 +355,7 @@ def test_a_closure_a_worker_was_waiting_for_when_avoided_goes_to_another(avoidan
 
 
 def test_without_a_closure_queue_nothing_is_steered(tmp_path, capsys):
-    from tfhadoop.trainer.coordinator import WorkerAvoidance
+    from tfhadoop.trainer.closures import WorkerAvoidance
 
     avoidance = WorkerAvoidance(str(tmp_path / "avoid.json"), queue_class=object)
     assert not avoidance.installed and "keeps getting closures" in capsys.readouterr().out
@@ -364,7 +364,7 @@ def test_without_a_closure_queue_nothing_is_steered(tmp_path, capsys):
 
 
 def test_checkpoint_request_is_taken_once(tmp_path):
-    from tfhadoop.trainer.coordinator import checkpoint_request
+    from tfhadoop.trainer.closures import checkpoint_request
 
     assert checkpoint_request(str(tmp_path)) is None
     (tmp_path / protocol.CHECKPOINT_SOON_FILE).write_text(json.dumps({"reason": "ps", "within_s": 15, "id": 3}))

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import logging
 
-from tfhadoop.trainer.coordinator import Progress, RejoinWatch
+from tfhadoop.trainer.coordinator import RejoinWatch
+from tfhadoop.trainer.training_common import Progress
 
 
 def test_rejoin_is_recorded_under_the_masters_slot():

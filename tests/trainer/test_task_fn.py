@@ -1,4 +1,4 @@
-"""The trainer's task function and closure sizing (step.py, coordinator.ClosureSize).
+"""The trainer's task function and closure sizing (step.py, closures.ClosureSize).
 
 The task function runs in a child process (task_fn_child.py) under a real
 ParameterServerStrategy: one traced graph serves closures of any group size, offsets and counts;
@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tfhadoop.errors import CommandError
-from tfhadoop.trainer.coordinator import AUTO_CLOSURE_S, AUTO_MAX_STEPS, ClosureSize
+from tfhadoop.trainer.closures import AUTO_CLOSURE_S, AUTO_MAX_STEPS, ClosureSize
 from tfhadoop.trainer.job import JobSpec
 
 HERE = Path(__file__).resolve().parent

@@ -141,7 +141,7 @@ def test_killed_application_master_resumes_in_attempt_2(hadoop_cluster, dataset)
     assert seqs == list(range(len(seqs))), seqs  # attempt 2 numbers its events after attempt 1's
     assert [e["examples"] for e in jobs.metrics(run)["epochs"]] == [2400] * epochs  # exactly once per epoch
     print(f"AM killed -> attempt 2's master {restarted[0]['time'] - t_kill:.1f} s -> training again "
-          f"{jobs.seconds_to_first_wave(events, events[i], t_kill)}; resumed at step {resumed_at}, "
+          f"{jobs.seconds_to_first_progress(events, events[i], t_kill)}; resumed at step {resumed_at}, "
           f"{progress['steps']} read before the kill")
 
 
@@ -219,7 +219,7 @@ def test_lost_node_roles_are_replaced_on_another_host_and_training_resumes(hadoo
     assert [e["examples"] for e in jobs.metrics(run)["epochs"]] == [2400] * epochs  # exactly once per epoch
     restarted = next(e for e in events[i:] if e["event"] == "coordinator_started")
     print(f"node killed -> lost (NM expiry) {lost[0]['time'] - t_kill:.1f} s -> coordinator restarted "
-          f"{restarted['time'] - t_kill:.1f} s -> training again {jobs.seconds_to_first_wave(events, restarted, t_kill)}; "
+          f"{restarted['time'] - t_kill:.1f} s -> training again {jobs.seconds_to_first_progress(events, restarted, t_kill)}; "
           f"{kinds.count('coordinator_failed')} coordinator failure(s) meanwhile")
 
 
@@ -336,14 +336,14 @@ def test_hung_coordinator_is_killed_and_restarted_from_the_checkpoint(hadoop_clu
     detected_after = hung[0]["time"] - t_stop
     assert hang_timeout - HEARTBEAT_S - 1 <= detected_after <= hang_timeout + 60, detected_after  # never early; late only by load
     after = kinds[kinds.index("coordinator_hung"):]
-    assert "coordinator_started" in after and "first_wave" in after, after  # a new one, training again
+    assert "coordinator_started" in after and "first_progress" in after, after  # a new one, training again
     assert "coordinator_failed" not in kinds and kinds[-1] == "finished", kinds
     # Steps run again: those between the checkpoint the new coordinator restored and the stop.
     assert 0 <= progress["steps"] - resumed_at <= steps_per_epoch, (progress, resumed_at)
     assert [e["examples"] for e in jobs.metrics(run)["epochs"]] == [2400] * epochs  # exactly once per epoch
     hung = events[kinds.index("coordinator_hung")]
     print(f"coordinator stopped -> hung detected {detected_after:.1f} s -> training again "
-          f"{jobs.seconds_to_first_wave(events, hung, t_stop)}; resumed at step {resumed_at}, "
+          f"{jobs.seconds_to_first_progress(events, hung, t_stop)}; resumed at step {resumed_at}, "
           f"{progress['steps']} reported at the stop")
 
 

@@ -77,18 +77,18 @@ def test_replacement_at_a_new_address_joins_by_coordinated_restart(hadoop_cluste
     t = lost[0]["time"]
     print(f"worker lost -> moved {moved[0]['time'] - t:.1f} s -> coordinator restarted "
           f"{restarted[0]['time'] - t:.1f} s -> training resumed with the replacement "
-          f"{jobs.seconds_to_first_wave(events, restarted[0], t)}")
+          f"{jobs.seconds_to_first_progress(events, restarted[0], t)}")
 
 
 # -- the master's state machine, against a fake Skein client (tests.trainer.fakes) ----------------
 def _rescale_file(master):
-    from tfhadoop.trainer.coordinator import RESCALE
+    from tfhadoop.trainer.protocol import RESCALE_FILE as RESCALE
 
     return os.path.exists(os.path.join(master.work, RESCALE))
 
 
 def test_moved_worker_restarts_the_coordinator_once_its_server_is_up(master):
-    from tfhadoop.trainer.coordinator import RESCALE_EXIT
+    from tfhadoop.trainer.protocol import RESCALE_EXIT
 
     bring_up(master)
     assert event_kinds(master) == ["cluster_up", "coordinator_started"]
@@ -113,7 +113,7 @@ def test_moved_worker_restarts_the_coordinator_once_its_server_is_up(master):
 def test_every_worker_lost_and_one_moved_restarts_the_coordinator_at_once(master):
     """It cannot drain for a checkpoint (TensorFlow waits for the moved worker at its old address
     before any closure runs again): restarted now from the latest checkpoint, not asked to exit 75."""
-    from tfhadoop.trainer import master as m
+    from tfhadoop.trainer import ps_master as m
 
     bring_up(master)
     first = master.coordinator
@@ -182,7 +182,7 @@ def test_move_during_a_ps_loss_restart_is_folded_into_it(master):
 
 
 def test_scale_up_and_moves_while_a_rescale_is_pending_end_in_one_restart(master):
-    from tfhadoop.trainer.coordinator import RESCALE_EXIT
+    from tfhadoop.trainer.protocol import RESCALE_EXIT
 
     bring_up(master, workers=(0,))
     master.app.serve("worker", 1, "h:51")  # a late worker: scale-up, worker 0 trains on meanwhile

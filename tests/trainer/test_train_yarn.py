@@ -58,7 +58,7 @@ def test_two_workers_one_ps_train_export_and_predict(hadoop_cluster, dataset, tm
     assert metrics["eval"]["loss"] < 0.05 * constant
     assert metrics["eval"]["mae"] < metrics["eval"]["loss"] ** 0.5 * 1.5  # the compiled metric, on the eval split
     assert "mae" in proc.stdout  # `tfhadoop train` prints the final metrics
-    # TensorBoard event files on HDFS: train loss per wave (falling), eval metrics at the last step.
+    # TensorBoard event files on HDFS: train loss per progress report (falling), eval metrics at the last step.
     scalars = tensorboard_scalars(f"{run}/ckpt/tensorboard", tmp_path / "tb")
     losses = scalars["train"]["loss"]
     assert len(losses) >= 2 and losses[-1][1] < losses[0][1], losses

@@ -33,10 +33,6 @@ from tfhadoop.trainer.commit import FROM_CHECKPOINT, FROM_COMMIT, FROM_START, Lo
 from tfhadoop.trainer.commit import due as commit_due
 from tfhadoop.trainer.spec import JobSettings
 
-os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
-
-STOP_EXIT = 75  # a training process that stopped at a round boundary for a new ring (checkpointed)
 POLL_S = 0.3  # the supervisor looks at the ring and its child this often
 STOP_CHECK_S = 1.0  # the chief reads ``ring_stop`` at most this often (once per round otherwise)
 HANG_ERROR = "TrainingHang"  # the error type of a training process killed for making no progress
@@ -83,7 +79,7 @@ def round_steps(tasks: list, batch_size: int) -> int:
 # -- the training process (one per container and ring generation) -----------------------------
 def train(job: JobSettings, gen: int, rank: int, workers: int, work: str, app=None) -> dict | None:
     """Train with MWMS in a ring of ``workers`` (TF_CONFIG is set); ``rank`` 0 is the chief, which
-    checkpoints to HDFS, reports progress and exports. Exits the process with STOP_EXIT when the
+    checkpoints to HDFS, reports progress and exports. Exits the process with protocol.STOP_EXIT when the
     master asked the ring to stop (after a checkpoint). Returns the metrics (chief) or None."""
     import tensorflow as tf
 
@@ -91,10 +87,10 @@ def train(job: JobSettings, gen: int, rank: int, workers: int, work: str, app=No
     from tfhadoop.connectors.dataset import load as load_manifest
     from tfhadoop.connectors.dataset import load_indexes
     from tfhadoop.trainer.checkpoints import CheckpointPolicy, HdfsCheckpoints
-    from tfhadoop.trainer.coordinator import Progress, build_model, load_model_fn, training_done
     from tfhadoop.trainer.step import COMPRESSION, parse_fn, records_from, train_step_fn, without_rewrites
     from tfhadoop.trainer.summaries import Summaries
     from tfhadoop.trainer.tasks import EpochLedger, plan_epoch
+    from tfhadoop.trainer.training_common import Progress, build_model, load_model_fn, training_done
 
     tfhadoop.tfhdfs.ride_out_outages()  # a NameNode restart stalls this ring's reads, not fails them
     chief = rank == 0
@@ -222,7 +218,7 @@ def train(job: JobSettings, gen: int, rank: int, workers: int, work: str, app=No
                 if chief:
                     report(epoch, ledger)  # the steps reached, exact: the master sees nothing is redone
                 print(f"gen {gen}: stopped at step {state['steps']} for a new ring (checkpoint saved)", flush=True)
-                os._exit(STOP_EXIT)
+                os._exit(protocol.STOP_EXIT)
         if window["n"] and chief:
             report(epoch, ledger)
         entry = {"epoch": epoch, "examples": ledger.examples, "expected": expected,
@@ -397,10 +393,10 @@ class Supervisor:
     def exited(self, rc: int, error: dict | None = None) -> None:
         """Tell the master how this generation's process ended (error type for a failure)."""
         path = os.path.join(self.work, f"error-{self.gen}.json")
-        if error is None and rc not in (0, STOP_EXIT) and os.path.exists(path):
+        if error is None and rc not in (0, protocol.STOP_EXIT) and os.path.exists(path):
             with open(path) as f:
                 error = {k: v for k, v in json.load(f).items() if k != "traceback"}
-        self.app.kv[f"{protocol.KV_RING_EXIT}{self.slot}"] = json.dumps(
+        self.app.kv[protocol.kv_ring_exit(self.slot)] = json.dumps(
             {"gen": self.gen, "rc": rc, "error": error}).encode()
 
     def run(self) -> int:
@@ -431,6 +427,7 @@ def process_state(pid: int) -> str:
 
 
 def main() -> int:
+    protocol.tf_environment()
     import skein
 
     from tfhadoop.ports import free_port
@@ -442,13 +439,13 @@ def main() -> int:
     slot, port = int(os.environ[protocol.ENV_SLOT]), int(os.environ.get(protocol.ENV_PORT) or free_port())
     os.environ["CUDA_VISIBLE_DEVICES"] = gpu_devices()
     app = skein.ApplicationClient.from_current()
-    container = os.environ.get("SKEIN_CONTAINER_ID", "")
-    heartbeat(app, f"{protocol.KV_HEARTBEAT}worker/{slot}", container, protocol.HEARTBEAT_S)
+    container = os.environ.get(protocol.ENV_SKEIN_CONTAINER_ID, "")
+    heartbeat(app, protocol.kv_heartbeat("worker", slot), container, protocol.HEARTBEAT_S)
     address = f"{socket.getfqdn()}:{usable_port('worker', slot, port)}"
-    app.kv[f"{protocol.KV_UP}worker/{slot}"] = json.dumps(
+    app.kv[protocol.kv_up("worker", slot)] = json.dumps(
         {"address": address, "container": container, "pid": os.getpid(),
          "cuda_visible_devices": os.environ["CUDA_VISIBLE_DEVICES"], "started": time.time()}).encode()
-    app.kv[f"{protocol.KV_ADDR}worker/{slot}"] = address.encode()  # last: the master counts these
+    app.kv[protocol.kv_addr("worker", slot)] = address.encode()  # last: the master counts these
     print(f"worker:{slot} at {address} (CUDA_VISIBLE_DEVICES={os.environ['CUDA_VISIBLE_DEVICES']!r})", flush=True)
     round_timeout = float(JobSettings.load(protocol.JOB_FILE).round_timeout or 0)
     return Supervisor(app, slot, address, round_timeout, os.getcwd()).run()

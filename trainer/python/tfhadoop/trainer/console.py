@@ -8,8 +8,10 @@ import os
 import sys
 import time
 
+from tfhadoop.trainer import protocol
+
 LINE_EVERY_S = 15  # without a terminal: a progress line at most this often (and at each epoch's end)
-QUIET_EVENTS = {"first_wave"}  # timing details: in the log and on the job page, not on the console
+QUIET_EVENTS = {protocol.EventKind.FIRST_PROGRESS}  # timing details: in the log and on the job page, not on the console
 
 
 def log_path(command: str = "train") -> str:
@@ -85,7 +87,7 @@ def quiet(verbose: bool, command: str):
 def format_event(e: dict) -> str:
     skip = ("event", "time", "cluster", "app", "diagnostics", "seq")
     detail = ", ".join(f"{k}={v}" for k, v in e.items() if k not in skip and v not in (None, "", [], {}))
-    diag = f" ({str(e['diagnostics'])[:160]})" if e.get("diagnostics") and e["event"] != "finished" else ""
+    diag = f" ({str(e['diagnostics'])[:160]})" if e.get("diagnostics") and e["event"] != protocol.EventKind.FINISHED else ""
     return f"{time.strftime('%H:%M:%S', time.localtime(e.get('time', time.time())))} {e['event']}: {detail}{diag}"
 
 

@@ -1,5 +1,7 @@
-"""Names shared by the client, the job master, the coordinator and the role containers: one place
-for the files of a job directory on HDFS, the Skein key-value keys and the environment variables.
+"""Names shared by the client, the job master, the coordinator and the role containers: the one
+place for the files of a job directory on HDFS and of the master's work dir, the Skein key-value
+keys, the exit codes, the environment variables and the event kinds (a test,
+tests/trainer/test_protocol_literals.py, fails when one of them is written as a literal elsewhere).
 
 The job directory is ``--checkpoint-dir``. What must outlive the application master (Skein's
 key-value store dies with it) is a file there, written before the master shuts down:
@@ -27,6 +29,19 @@ PROGRESS_FILE = "progress.jsonl"  # progress samples over time (loss, examples/s
 LATEST_STATE = "latest/state.json"  # the newest complete checkpoint's training state
 TENSORBOARD_DIR = "tensorboard"
 
+# -- files in the master's work dir (the application master container's working directory) ------
+# JOB_FILE is also shipped there and to every role container; the coordinator process reads it.
+CLUSTER_FILE = "cluster.json"  # the spec the waiting coordinator begins with (written whole, last)
+WORKER_SLOTS_FILE = "worker_slots.json"  # the spec's worker slots in task-index order
+ERROR_FILE = "error.json"  # {"type", "message"} of a coordinator (or training process) that failed
+RESCALE_FILE = "rescale"  # created by the master: the coordinator checkpoints, then exits RESCALE_EXIT
+
+# -- exit codes --------------------------------------------------------------------------------
+# A coordinator asked to rescale, and a ring's training process asked to stop (KV_RING_STOP), exit
+# with this after their checkpoint: a planned stop, never a failure. (EX_TEMPFAIL of sysexits.h.)
+RESCALE_EXIT = 75
+STOP_EXIT = RESCALE_EXIT
+
 # -- Skein key-value store (live while the application runs) ----------------------------------
 KV_PROGRESS = "progress"
 KV_WORKERS_ALIVE = "workers_alive"
@@ -39,9 +54,9 @@ KV_REJOINS = "rejoins"
 KV_HDFS_RETRIES = "hdfs_retries"  # the coordinator's retried HDFS operations (a JSON list); the master logs them
 KV_CLUSTER = "cluster"
 KV_PAGE = "page"  # the job page's address through the ResourceManager proxy
-KV_ADDR = "addr/"  # addr/<role>/<slot>: host:port a server listens on
-KV_UP = "up/"  # up/<role>/<slot>: the server serves
-KV_HEARTBEAT = "hb/"  # hb/<role>/<slot>: "<container id> <count>", bumped every HEARTBEAT_S by the role
+KV_ADDR = "addr/"  # addr/<role>/<slot>: host:port a server listens on (kv_addr)
+KV_UP = "up/"  # up/<role>/<slot>: the server serves (kv_up)
+KV_HEARTBEAT = "hb/"  # hb/<role>/<slot>: "<container id> <count>", bumped every HEARTBEAT_S by the role (kv_heartbeat)
 HEARTBEAT_S = 2.0  # a role that stops bumping its heartbeat for --hang-timeout s is killed and replaced
 # The coordinator's watchdog report: {"pid", "phase", "mark", "beat"} (trainer/python/tfhadoop/trainer/phases.py).
 # "beat" is bumped every HEARTBEAT_S by a thread (silent for --hang-timeout s: hung); "mark" when it
@@ -56,12 +71,12 @@ PHASE_EVALUATING = "evaluating"  # evaluates the trained model on the eval split
 PHASE_EXPORTING = "exporting"  # publishes the SavedModel and the metrics
 PHASES = (PHASE_STARTING, PHASE_CONNECTING, PHASE_TRAINING, PHASE_CHECKPOINTING, PHASE_HDFS_RETRY,
           PHASE_EVALUATING, PHASE_EXPORTING)
-# --strategy allreduce (trainer/python/tfhadoop/trainer/allreduce.py, allreduce_master.py)
+# --strategy allreduce (trainer/python/tfhadoop/trainer/allreduce.py, ring_master.py)
 KV_RING = "ring"  # {"gen": g, "worker": [host:port, ...], "slots": [...]}: the ring generation to train in
 KV_RING_STOP = "ring_stop"  # g: the ring of generation g checkpoints after its current round and exits 75
 KV_RING_EXIT = "ring_exit/"  # ring_exit/<slot>: {"gen", "rc", "error"} of the slot's last training process
 
-# -- YARN's preemption warnings (yarn/am-agent, master.PreemptionWatch) ------------------------
+# -- YARN's preemption warnings (yarn/am-agent, watchdogs.PreemptionWarnings) ------------------------
 # The Java agent (jars/AM_AGENT_JAR, shipped in the master's files) runs in Skein's application
 # master JVM, loaded by ENV_JAVA_TOOL_OPTIONS; it appends each container that an AllocateResponse's
 # PreemptionMessage names to PREEMPTION_WARNINGS_FILE in the AM container's working directory (the
@@ -90,6 +105,89 @@ ENV_GPUS = "TFH_GPUS"
 ENV_THREADS = "TFH_THREADS"  # a server's inter-op threads (default 2)
 ENV_PARENT_PID = "TFH_PARENT_PID"  # a child process's parent, which it dies with (children.py)
 
+ENV_CONTAINER_ID = "CONTAINER_ID"  # YARN's id of the container a process runs in (the AM's: its attempt)
+ENV_SKEIN_CONTAINER_ID = "SKEIN_CONTAINER_ID"  # Skein's id of a service container (service_n)
+ENV_HADOOP_USER_NAME = "HADOOP_USER_NAME"
+# What every TensorFlow process of a job runs with (the role containers get it from the client's
+# Skein spec; processes started by hand call tf_environment first). Fail fast on a lost peer, the
+# Keras 2 API the trainer is written for, and INFO logs off.
+TF_ENVIRONMENT = {"GRPC_FAIL_FAST": "use_caller", "TF_USE_LEGACY_KERAS": "1", "TF_CPP_MIN_LOG_LEVEL": "1"}
+
+
+def tf_environment() -> None:
+    """Set TF_ENVIRONMENT's variables not set yet: called by a process's ``main`` before it imports
+    TensorFlow, never at import time (importing a name from a module must not change the
+    environment of the process that imports it)."""
+    for name, value in TF_ENVIRONMENT.items():
+        os.environ.setdefault(name, value)
+
+
+def kv_addr(role: str, slot: int) -> str:
+    return f"{KV_ADDR}{role}/{slot}"
+
+
+def kv_up(role: str, slot: int) -> str:
+    return f"{KV_UP}{role}/{slot}"
+
+
+def kv_heartbeat(role: str, slot: int) -> str:
+    return f"{KV_HEARTBEAT}{role}/{slot}"
+
+
+def kv_ring_exit(slot: int) -> str:
+    return f"{KV_RING_EXIT}{slot}"
+
+
+class EventKind:
+    """The ``event`` of each line of the event log (``EVENTS_FILE``), as the masters write them
+    and the console, the report, the benches and the tests read them."""
+
+    # the job as a whole
+    AM_RESTARTED = "am_restarted"  # an application master attempt >= 2 took over
+    CLUSTER_UP = "cluster_up"  # the first spec (PS) or the first ring's workers (allreduce) are up
+    FINISHED = "finished"  # the master's last event: status and diagnostics
+    SUCCEEDED = "succeeded"  # training, evaluation and export done
+    HDFS_RETRY = "hdfs_retry"  # the coordinator waited out an HDFS outage
+    # containers and slots
+    CONTAINER_LOST = "container_lost"  # preempted, node lost, killed, failed or hung (the fields say which)
+    HANG_DETECTED = "hang_detected"  # a role's heartbeat stopped: its container is killed
+    REPLACEMENT_REQUESTED = "replacement_requested"
+    REPLACEMENT_UP = "replacement_up"  # a lost slot serves again
+    SLOT_ABANDONED = "slot_abandoned"  # after max_worker_restarts failures the slot stays empty
+    SLOT_REOPENED = "slot_reopened"  # a new coordinator needs the abandoned slot's worker again
+    WORKER_MOVED = "worker_moved"  # a replacement came back at another address
+    PS_MOVED = "ps_moved"
+    WORKERS_ADDED = "workers_added"  # late workers joined the spec
+    PREEMPTION_WARNED = "preemption_warned"  # YARN announced it will take a container back
+    PREEMPTION_WITHDRAWN = "preemption_withdrawn"  # ... and still had not after PREEMPTION_WITHDRAWN_S
+    # the coordinator (PS strategy)
+    COORDINATOR_STARTED = "coordinator_started"  # a coordinator was handed the spec
+    FIRST_PROGRESS = "first_progress"  # its first progress: how long a start or restart took
+    COORDINATOR_FAILED = "coordinator_failed"
+    COORDINATOR_HUNG = "coordinator_hung"
+    RESCALE_REQUESTED = "rescale_requested"
+    RESCALED = "rescaled"
+    # the ring (allreduce strategy)
+    GANG_TIMEOUT = "gang_timeout"
+    RING_FORMED = "ring_formed"
+    RING_REFORMED = "ring_reformed"  # after a member's loss
+    RING_GROWN = "ring_grown"
+    RING_SHRUNK = "ring_shrunk"  # a warned member left out
+    RING_RESTARTED = "ring_restarted"
+    RING_STOP_REQUESTED = "ring_stop_requested"
+    FIRST_ROUND = "first_round"  # a generation's first round
+    TRAINING_HANG = "training_hang"
+    TRAINING_PROCESS_FAILED = "training_process_failed"
+
+
+EVENT_KINDS = frozenset(v for k, v in vars(EventKind).items() if k.isupper())
+
+
+def moved_event(role: str) -> str:
+    """``worker_moved`` or ``ps_moved``."""
+    return EventKind.PS_MOVED if role == "ps" else EventKind.WORKER_MOVED
+
+
 FINAL_STATES = ("FINISHED", "FAILED", "KILLED")
 PAGE_ROUTE = "job"  # Skein web UI route of the job page
 
@@ -99,7 +197,7 @@ def job_file(job_dir: str, name: str) -> str:
 
 
 def user() -> str:
-    return os.environ.get("HADOOP_USER_NAME") or getpass.getuser()
+    return os.environ.get(ENV_HADOOP_USER_NAME) or getpass.getuser()
 
 
 def registry_dir(default_fs: str) -> str:

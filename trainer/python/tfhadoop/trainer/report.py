@@ -9,9 +9,12 @@ import html
 import json
 import time
 
-LOST = ("container_lost",)
-MARKED = {"container_lost": "#d62728", "replacement_up": "#2ca02c", "coordinator_started": "#1f77b4",
-          "rescaled": "#9467bd"}
+from tfhadoop.trainer import protocol
+
+K = protocol.EventKind
+LOST = (K.CONTAINER_LOST,)
+MARKED = {K.CONTAINER_LOST: "#d62728", K.REPLACEMENT_UP: "#2ca02c", K.COORDINATOR_STARTED: "#1f77b4",
+          K.RESCALED: "#9467bd"}
 
 
 def _esc(value) -> str:
@@ -85,7 +88,7 @@ h3{{margin:.3em 0;font-size:14px}} #state{{font-weight:bold}}</style></head><bod
 {('&middot; ' + _esc(result.get('diagnostics', ''))[:500]) if result else ''}</p>
 <p id="progress">{progress}</p>
 <h2>Plots</h2>
-{plot(samples, 'loss', 'training loss (per wave)', events)}
+{plot(samples, 'loss', 'training loss (per progress report)', events)}
 {plot(samples, 'examples_per_s', 'examples/s', events)}
 {plot(samples, 'workers_alive', 'workers alive (dashed: losses red, replacements green)', events)}
 <h2>Containers</h2>{containers}

@@ -18,10 +18,6 @@ import socket
 import sys
 import time
 
-os.environ.setdefault("GRPC_FAIL_FAST", "use_caller")
-os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
-
 PORT_RETRY_S = 3.0  # a lost container on this node may take a moment to release the slot's port
 
 
@@ -32,7 +28,9 @@ def gpu_devices() -> str:
     for var in ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES"):
         if os.environ.get(var):
             return os.environ[var]
-    n = int(os.environ.get("TFH_GPUS", "0"))  # protocol.ENV_GPUS
+    from tfhadoop.trainer import protocol
+
+    n = int(os.environ.get(protocol.ENV_GPUS, "0"))
     return ",".join(str(i) for i in range(n)) if n else ""
 
 
@@ -84,14 +82,15 @@ def main() -> int:
 
     from tfhadoop.trainer import protocol as P
 
+    P.tf_environment()
     role, slot, port = os.environ[P.ENV_ROLE], int(os.environ[P.ENV_SLOT]), int(os.environ[P.ENV_PORT])
     os.environ["CUDA_VISIBLE_DEVICES"] = gpu_devices()
     app = skein.ApplicationClient.from_current()
-    container = os.environ.get("SKEIN_CONTAINER_ID", "")
-    heartbeat(app, f"{P.KV_HEARTBEAT}{role}/{slot}", container, P.HEARTBEAT_S)
+    container = os.environ.get(P.ENV_SKEIN_CONTAINER_ID, "")
+    heartbeat(app, P.kv_heartbeat(role, slot), container, P.HEARTBEAT_S)
     port = usable_port(role, slot, port)
     address = f"{node_host()}:{port}"
-    app.kv[f"{P.KV_ADDR}{role}/{slot}"] = address.encode()
+    app.kv[P.kv_addr(role, slot)] = address.encode()
     import tensorflow  # noqa: F401 - seconds of import while the master assembles the spec
 
     import tfhadoop.tfhdfs  # before serving: closures open the shards' hdfs:// URLs
@@ -108,7 +107,7 @@ def main() -> int:
 
     t0 = time.monotonic()
     srv = server.start(cluster, role, index, port=port, threads=int(os.environ.get(P.ENV_THREADS, "2")))
-    app.kv[f"{P.KV_UP}{role}/{slot}"] = json.dumps({"address": address, "container": container, "pid": os.getpid(),
+    app.kv[P.kv_up(role, slot)] = json.dumps({"address": address, "container": container, "pid": os.getpid(),
                                             "cuda_visible_devices": os.environ["CUDA_VISIBLE_DEVICES"],
                                             "started": time.time(), "server_start_s": time.monotonic() - t0}).encode()
     print(f"{role}:{slot} serving at {address} (CUDA_VISIBLE_DEVICES={os.environ['CUDA_VISIBLE_DEVICES']!r})", flush=True)

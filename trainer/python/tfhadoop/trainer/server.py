@@ -6,14 +6,11 @@ pools are kept small: containers share a few cores.
 """
 from __future__ import annotations
 
-import os
-
-os.environ.setdefault("GRPC_FAIL_FAST", "use_caller")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
-os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+from tfhadoop.trainer import protocol
 
 
 def session_config(threads: int = 2):
+    protocol.tf_environment()
     import tensorflow as tf
 
     config = tf.compat.v1.ConfigProto()
@@ -24,6 +21,7 @@ def session_config(threads: int = 2):
 
 def start(cluster: dict, job: str, index: int, port: int | None = None, threads: int = 2):
     """A started ``tf.distribute.Server`` for ``/job:{job}/task:{index}`` of ``cluster``."""
+    protocol.tf_environment()
     import tensorflow as tf
     from tensorflow.core.protobuf import tensorflow_server_pb2
 
@@ -41,6 +39,7 @@ def in_process_ps_cluster():
     with its ClusterCoordinator over them: the trainer's own task function run without YARN, by
     tests (parity with model.fit, tracing) and benchmarks (closure cost). Returns
     ``(strategy, coordinator, servers)``; the caller keeps ``servers`` referenced while it trains."""
+    protocol.tf_environment()
     import tensorflow as tf
 
     from tfhadoop.ports import free_ports
@@ -61,6 +60,7 @@ def main(argv=None) -> int:
     import json
     import sys
 
+    protocol.tf_environment()
     args = sys.argv[1:] if argv is None else argv
     if len(args) not in (3, 4):
         print("usage: python -m tfhadoop.trainer.server CLUSTER_JSON JOB INDEX [PORT]", file=sys.stderr)

@@ -7,8 +7,8 @@ It starts ``--workers`` worker containers (``tfhadoop.trainer.allreduce``), wait
 generations in the key-value store (``ring``): each generation is a fixed MWMS cluster, and the
 workers' supervisors restart their training processes for every new one.
 
-- a member lost (preempted, failed, hung): replaced (a preemption at once and not counted, as in
-  the PS mode); the survivors get the next generation at once if they are at least
+- a member lost (preempted, node lost, failed, hung): replaced (``slots.Slots``: preempted or node
+  lost at once and not counted, as in the PS mode); the survivors get the next generation at once if they are at least
   ``--min-workers`` (they restore the latest checkpoint);
 - a worker arrives while the ring is short: the ring is asked to stop after its current round
   (``ring_stop``; the chief checkpoints, all exit 75) and the next generation takes it in;
@@ -16,13 +16,14 @@ workers' supervisors restart their training processes for every new one.
   ``max_coordinator_restarts``), anything else (a model bug) fails the job at once;
 - a training process hangs (its supervisor killed it after ``round_timeout`` s without a round,
   ``TrainingHang``): the generation restarts at once (counted as a cluster error);
-- YARN announces it will preempt a member (``preemption_warned``, master.PreemptionWatch): unless
+- YARN announces it will preempt a member (``preemption_warned``, watchdogs.PreemptionWarnings): unless
   ``--no-preemption-warnings``, a planned shrink: the ring is asked to stop after its current round
   (``ring_stop``: the chief checkpoints, nothing is redone) and the next generation leaves the warned
   worker out (``ring_shrunk``), if the others are at least ``--min-workers``; its replacement joins
   later by growth, as any arriving worker.
 
-One state machine, like the PS master's: ``State``, ``Event``, ``TRANSITIONS`` (using its ``Rule``).
+One state machine, like the PS master's, on the same core (``master_core``): ``State``,
+``Event``, ``TRANSITIONS``; the gang's start is part of it (GANG).
 """
 from __future__ import annotations
 
@@ -32,19 +33,12 @@ import time
 
 from tfhadoop.ports import free_ports
 from tfhadoop.trainer import protocol
-from tfhadoop.trainer.allreduce import HANG_ERROR, STOP_EXIT
-from tfhadoop.trainer.job import job_settings
-from tfhadoop.trainer.jobpage import Sampler
-from tfhadoop.trainer.master import (
-    CLUSTER_ERRORS,
-    REPLACE_BACKOFF_MAX_S,
-    EventLog,
-    HeartbeatWatch,
-    PreemptionWatch,
-    Rule,
-    TableMachine,
-)
+from tfhadoop.trainer.allreduce import HANG_ERROR
+from tfhadoop.trainer.master_core import CLUSTER_ERRORS, MasterCore
+from tfhadoop.trainer.slots import backoff_s
+from tfhadoop.trainer.state_table import Rule
 
+K = protocol.EventKind
 EXIT_GRACE_S = 15  # a training process's cluster error waits this long for the container loss behind it
 RESTARTABLE = (*CLUSTER_ERRORS, HANG_ERROR)  # errors of a training process that restart its generation
 
@@ -59,6 +53,7 @@ class State(str, enum.Enum):
 
 
 class Event(str, enum.Enum):
+    AM_RESTARTED = "am_restarted"  # this master is attempt >= 2: the job's state is on HDFS
     CONTAINER_LOST = "container_lost"
     HEARTBEAT_STALE = "heartbeat_stale"
     REPLACEMENT_DUE = "replacement_due"
@@ -76,9 +71,12 @@ class Event(str, enum.Enum):
 S = State
 ALIVE = frozenset({S.GANG, S.TRAINING, S.REFORMING, S.STOPPING})
 TRANSITIONS: dict[Event, Rule] = {
+    Event.AM_RESTARTED: Rule(frozenset({S.GANG}), frozenset({S.FAILED}),
+                             "record the attempt and the checkpoint it resumes from; an outcome that attempt "
+                             "1 decided (result.json) ends this attempt with it", stay=True),
     Event.CONTAINER_LOST: Rule(ALIVE, frozenset({S.REFORMING, S.FAILED}),
-                               "replace (preempted: at once, not counted; failed: backoff, abandon after "
-                               "max_worker_restarts); a ring member: REFORMING", stay=True),
+                               "replace (preempted, on a lost node or hung: at once, not counted; failed: "
+                               "backoff, abandon after max_worker_restarts); a ring member: REFORMING", stay=True),
     Event.HEARTBEAT_STALE: Rule(ALIVE, frozenset(), "event hang_detected, kill the container", stay=True),
     Event.REPLACEMENT_DUE: Rule(ALIVE, frozenset(), "start the slot's replacement container", stay=True),
     Event.GANG_COMPLETE: Rule(frozenset({S.GANG}), frozenset({S.TRAINING}), "event cluster_up, publish ring 1"),
@@ -100,27 +98,19 @@ TRANSITIONS: dict[Event, Rule] = {
 }
 
 
-class RingMaster(TableMachine, HeartbeatWatch, PreemptionWatch):
-    """The allreduce job master; the same outward face as :class:`master.Master` for ``main``,
-    the job page and the client (events, progress, result)."""
+class RingMaster(MasterCore):
+    """The allreduce job master; the same outward face as ``ps_master.PsMaster`` for
+    ``master.main``, the job page and the client (events, progress, result)."""
 
     TRANSITIONS = TRANSITIONS
+    Event = Event
+    State = State
+    services = ["worker"]
 
     def __init__(self, app, job: dict, work: str, clock=time.monotonic, attempt: int = 1):
-        self.app, self.job, self.work, self.clock, self.attempt = app, job_settings(job), work, clock, attempt
+        ports = {("worker", i): port for i, port in enumerate(free_ports(job["workers"]))}
+        super().__init__(app, job, work, clock, attempt, ports)
         self.state = State.GANG
-        self.outcome: tuple[str, str] | None = None
-        self.decided_before = False
-        self.events = EventLog(app, self.job["checkpoint_dir"], getattr(app, "id", None))
-        self.sampler = Sampler(app, self.job["checkpoint_dir"], getattr(app, "id", None))
-        self.ports = {("worker", i): port for i, port in enumerate(free_ports(self.job["workers"]))}
-        self.containers: dict[str, tuple[str, int]] = {}
-        self.live: dict[tuple[str, int], str] = {}
-        self.restarts: dict[tuple[str, int], int] = {}
-        self.seen_finished: set[str] = set()
-        self.delayed: dict[tuple[str, int], float] = {}
-        self.beats: dict[str, tuple[bytes, float]] = {}
-        self.hung: set[str] = set()
         self.gen = 0
         self.ring: dict | None = None  # the published generation
         self.since = clock()  # when GANG/REFORMING began
@@ -132,62 +122,66 @@ class RingMaster(TableMachine, HeartbeatWatch, PreemptionWatch):
         self.first_round_seen = True
         self.reached = 0  # the most steps any generation's chief reported (its progress, within ~1 s)
         self.reached_at_ring = 0  # ... when the current generation was published
-        self.warnings_read = 0  # bytes of protocol.PREEMPTION_WARNINGS_FILE read
-        self.warned: dict[str, float] = {}  # containers YARN announced it will preempt -> when (clock)
 
-    # -- the state machine's handlers (dispatch: master.TableMachine) -------------------------
-    def stop_coordinator(self) -> None:
-        """No coordinator process in this mode (``master.main`` calls it on every master)."""
+    def handlers(self):
+        return {
+            Event.AM_RESTARTED: self.on_am_restarted,
+            Event.CONTAINER_LOST: self.on_container_lost,
+            Event.HEARTBEAT_STALE: self.on_heartbeat_stale,
+            Event.REPLACEMENT_DUE: self.on_replacement_due,
+            Event.GANG_COMPLETE: self.on_gang_complete,
+            Event.GANG_TIMEOUT: self.on_gang_timeout,
+            Event.RING_READY: self.on_ring_ready,
+            Event.WORKER_ARRIVED: self.on_worker_arrived,
+            Event.RING_STOPPED: self.on_ring_stopped,
+            Event.PROCESS_FAILED: self.on_process_failed,
+            Event.PROGRESS: self.on_progress,
+            Event.FINISHED: self.on_finished,
+            Event.PREEMPTION_WARNED: self.on_preemption_warned,
+        }
+
+    def ends_of_itself(self) -> bool:
+        return True  # a supervisor whose training ended (rc 0): not a loss
 
     # -- handlers ---------------------------------------------------------------------------------
     def on_container_lost(self, c) -> State | None:
-        self.seen_finished.add(c.id)
-        role, slot = self.containers[c.id]
-        if self.live.get((role, slot)) == c.id:
-            del self.live[(role, slot)]
-        self.publish_alive()
-        hung = c.id in self.hung
-        preempted = not hung and "preempted" in (c.exit_message or "").lower()
-        self.events.add("container_lost", role=role, slot=slot, container=c.id, preempted=preempted, hung=hung,
-                        yarn_container=c.yarn_container_id, state=str(c.state), diagnostics=c.exit_message,
-                        **self.note_warned_loss(c.id))
+        loss = self.slots.lost(c, **self.preemption.note_loss(c.id))
+        role, slot = loss.role, loss.slot
         in_ring = self.ring is not None and slot in self.ring["slots"]
-        retries = self.restarts.get((role, slot), 0)
-        if preempted or hung:
-            self.replace(slot, retries + 1, 0)
+        if not loss.counted or loss.hung:  # a ring member's hang is the ring's, not the slot's: not counted
+            self.replace(slot, self.slots.next_attempt(role, slot), 0)
         else:
-            n = self.restarts[(role, slot)] = retries + 1
+            n = self.slots.count_failure(role, slot)
             if n > self.job["max_worker_restarts"]:
-                self.events.add("slot_abandoned", role=role, slot=slot, workers_alive=self.workers_alive())
+                self.events.add(K.SLOT_ABANDONED, role=role, slot=slot, workers_alive=self.workers_alive())
                 if self.workers_alive() + len(self.delayed) < self.job["min_workers"]:
                     return self.fail(f"worker:{slot} lost {n} times ({c.exit_message}); fewer than --min-workers "
                                      f"{self.job['min_workers']} left")
             else:
-                self.replace(slot, n, 0 if n == 1 else min(2 ** (n - 1), REPLACE_BACKOFF_MAX_S))
+                self.replace(slot, n, backoff_s(n))
         if in_ring and self.state in (State.TRAINING, State.STOPPING):
             self.since = self.clock()
             return State.REFORMING
         return None
 
     def on_replacement_due(self, role: str, slot: int) -> None:
-        self.delayed.pop((role, slot), None)
-        self.start(slot)
+        self.slots.start_replacement(role, slot)
 
     def on_gang_complete(self, slots: list) -> State:
         devices = {}
         for s in slots:
-            raw = self.app.kv.get(f"{protocol.KV_UP}worker/{s}")
+            raw = self.app.kv.get(protocol.kv_up("worker", s))
             devices[s] = json.loads(raw.decode()).get("cuda_visible_devices") if raw else None
-        self.events.add("cluster_up", slots=slots, workers=len(slots), strategy="allreduce",
+        self.events.add(K.CLUSTER_UP, slots=slots, workers=len(slots), strategy="allreduce",
                         cuda_visible_devices=devices, waited_s=round(self.clock() - self.since, 1))
-        self.publish_ring(slots, "ring_formed")
+        self.publish_ring(slots, K.RING_FORMED)
         return State.TRAINING
 
     def on_gang_timeout(self, present: list) -> State:
         why = (f"gang timeout: {len(present)} of {self.job['workers']} workers started within "
                f"{self.job['gang_timeout']:.0f} s, fewer than --min-workers {self.job['min_workers']} "
                f"(not enough resources in queue {self.job['queue']}); released the containers held")
-        self.events.add("gang_timeout", workers=len(present), wanted=self.job["workers"],
+        self.events.add(K.GANG_TIMEOUT, workers=len(present), wanted=self.job["workers"],
                         min_workers=self.job["min_workers"], gang_timeout=self.job["gang_timeout"],
                         queue=self.job["queue"])
         for cid in list(self.live.values()):
@@ -199,18 +193,18 @@ class RingMaster(TableMachine, HeartbeatWatch, PreemptionWatch):
         return self.fail(why)
 
     def on_ring_ready(self, slots: list) -> State:
-        self.publish_ring(slots, "ring_reformed")
+        self.publish_ring(slots, K.RING_REFORMED)
         return State.TRAINING
 
     def on_worker_arrived(self, slots: list) -> State:
         self.app.kv[protocol.KV_RING_STOP] = str(self.gen).encode()
-        self.events.add("ring_stop_requested", gen=self.gen, arrived=slots)
+        self.events.add(K.RING_STOP_REQUESTED, gen=self.gen, arrived=slots)
         return State.STOPPING
 
     def on_ring_stopped(self, slots: list) -> State:
         kept = self.without_warned(slots)
-        self.publish_ring(kept, "ring_grown" if len(kept) > len(self.ring_slots) else
-                          "ring_shrunk" if len(kept) < len(slots) else "ring_restarted")
+        self.publish_ring(kept, K.RING_GROWN if len(kept) > len(self.ring_slots) else
+                          K.RING_SHRUNK if len(kept) < len(slots) else K.RING_RESTARTED)
         return State.TRAINING
 
     def on_preemption_warned(self, role: str | None, slot: int | None, container: str | None,
@@ -223,12 +217,12 @@ class RingMaster(TableMachine, HeartbeatWatch, PreemptionWatch):
             self.warned[container] = self.clock()
         shrink = acting and self.state == State.TRAINING and slot in self.ring_slots and \
             len(self.without_warned(self.ring_slots)) < len(self.ring_slots)
-        self.events.add("preemption_warned", role=role, slot=slot, container=container, yarn_container=yarn_container,
+        self.events.add(K.PREEMPTION_WARNED, role=role, slot=slot, container=container, yarn_container=yarn_container,
                         contract=contract, warned_at=warned_at, reaction=["shrink"] if shrink else [])
         if not shrink:
             return None
         self.app.kv[protocol.KV_RING_STOP] = str(self.gen).encode()
-        self.events.add("ring_stop_requested", gen=self.gen, leaving=[slot], reason="preemption_warned")
+        self.events.add(K.RING_STOP_REQUESTED, gen=self.gen, leaving=[slot], reason=K.PREEMPTION_WARNED)
         return State.STOPPING
 
     def without_warned(self, slots: list) -> list:
@@ -240,11 +234,11 @@ class RingMaster(TableMachine, HeartbeatWatch, PreemptionWatch):
     def on_process_failed(self, slot: int, error: dict | None, rc: int) -> State:
         error = error or {"type": "unknown", "message": f"training process exited with {rc}"}
         if error["type"] == HANG_ERROR:
-            self.events.add("training_hang", slot=slot, gen=self.gen, process_state=error.get("process_state"),
+            self.events.add(K.TRAINING_HANG, slot=slot, gen=self.gen, process_state=error.get("process_state"),
                             silent_s=error.get("silent_s"), round_timeout=self.job["round_timeout"],
                             diagnostics=error["message"][:2000])
         else:
-            self.events.add("training_process_failed", slot=slot, gen=self.gen, exit_code=rc,
+            self.events.add(K.TRAINING_PROCESS_FAILED, slot=slot, gen=self.gen, exit_code=rc,
                             error_type=error["type"], diagnostics=error["message"][:2000])
         key = (error["type"], error["message"])
         self.failures += 1
@@ -262,41 +256,24 @@ class RingMaster(TableMachine, HeartbeatWatch, PreemptionWatch):
         stop for growth) exceed the checkpoint it restored."""
         self.first_round_seen = True
         redone = None if restored is None else max(self.reached_at_ring - restored, 0)
-        self.events.add("first_round", gen=self.gen, workers=len(self.ring_slots), restored_step=restored,
+        self.events.add(K.FIRST_ROUND, gen=self.gen, workers=len(self.ring_slots), restored_step=restored,
                         restored_from=source, redone_steps=redone)
 
     def on_finished(self) -> State:
-        self.events.add("succeeded", role="chief", gen=self.gen)
+        self.events.add(K.SUCCEEDED, role="chief", gen=self.gen)
         self.outcome = ("SUCCEEDED", "training finished")
         return State.SUCCEEDED
 
     # -- helpers ------------------------------------------------------------------------------------
-    def workers_alive(self) -> int:
-        return len(self.live)
-
-    def publish_alive(self) -> None:
-        self.app.kv[protocol.KV_WORKERS_ALIVE] = str(self.workers_alive()).encode()
-
     def start(self, slot: int) -> None:
-        env = {protocol.ENV_ROLE: "worker", protocol.ENV_SLOT: str(slot),
-               protocol.ENV_PORT: str(self.ports[("worker", slot)]), protocol.ENV_GPUS: str(self.job["worker_gpus"])}
-        c = self.app.add_container("worker", env=env)
-        self.containers[c.id] = ("worker", slot)
-        self.live[("worker", slot)] = c.id
-        self.publish_alive()
+        self.slots.start("worker", slot)
 
     def replace(self, slot: int, attempt: int, delay: float) -> None:
-        for prefix in (protocol.KV_ADDR, protocol.KV_UP):
-            self.app.kv.discard(f"{prefix}worker/{slot}")
-        self.events.add("replacement_requested", role="worker", slot=slot, attempt=attempt, delay_s=delay)
-        if delay:
-            self.delayed[("worker", slot)] = self.clock() + delay
-        else:
-            self.start(slot)
+        self.slots.replace("worker", slot, attempt, delay)
 
     def present(self, addrs: dict) -> list[int]:
         """Live worker slots whose container published its address, in slot order."""
-        return sorted(s for (_, s) in self.live if f"{protocol.KV_ADDR}worker/{s}" in addrs)
+        return sorted(s for (_, s) in self.live if protocol.kv_addr("worker", s) in addrs)
 
     @property
     def ring_slots(self) -> list[int]:
@@ -310,7 +287,7 @@ class RingMaster(TableMachine, HeartbeatWatch, PreemptionWatch):
         self.gen += 1
         addrs = self.app.kv.get_prefix(protocol.KV_ADDR)
         self.ring = {"gen": self.gen, "slots": slots,
-                     "worker": [addrs[f"{protocol.KV_ADDR}worker/{s}"].decode() for s in slots]}
+                     "worker": [addrs[protocol.kv_addr("worker", s)].decode() for s in slots]}
         self.app.kv[protocol.KV_RING] = json.dumps(self.ring).encode()
         self.app.kv[protocol.KV_CLUSTER] = json.dumps({"worker": self.ring["worker"]}).encode()
         self.progress_at_ring, self.first_round_seen = self.app.kv.get(protocol.KV_PROGRESS), False
@@ -320,19 +297,7 @@ class RingMaster(TableMachine, HeartbeatWatch, PreemptionWatch):
 
     # -- observations -> events ------------------------------------------------------------------
     def step(self) -> tuple[str, str] | None:
-        for c in self.app.get_containers(services=["worker"], states=["FAILED", "KILLED", "SUCCEEDED"]):
-            if c.id in self.seen_finished or c.id not in self.containers or self.done:
-                continue
-            if str(c.state) == "SUCCEEDED":  # a supervisor whose training ended (rc 0): not a loss
-                self.seen_finished.add(c.id)
-                self.live.pop(self.containers[c.id], None)
-                continue
-            self.dispatch(Event.CONTAINER_LOST, c=c)
-        self.watch_heartbeats(Event.HEARTBEAT_STALE)
-        for (_, slot), due in list(self.delayed.items()):
-            if self.clock() >= due and not self.done:
-                self.dispatch(Event.REPLACEMENT_DUE, role="worker", slot=slot)
-        self.watch_preemption_warnings(Event.PREEMPTION_WARNED)
+        self.observe_slots()
         if self.done:
             return self.outcome
         addrs = self.app.kv.get_prefix(protocol.KV_ADDR)
@@ -382,7 +347,7 @@ class RingMaster(TableMachine, HeartbeatWatch, PreemptionWatch):
             self.dispatch(Event.FINISHED)
             return
         for slot, value in sorted(exits.items()):
-            if value["rc"] in (0, STOP_EXIT) or self.exits.get(slot) == value:
+            if value["rc"] in (0, protocol.STOP_EXIT) or self.exits.get(slot) == value:
                 continue
             # A peer's loss can fail a survivor's collective before YARN reports the loss: a cluster
             # error waits EXIT_GRACE_S for that loss (then a new generation makes this exit stale).
@@ -393,17 +358,13 @@ class RingMaster(TableMachine, HeartbeatWatch, PreemptionWatch):
             self.exits[slot] = value
             self.dispatch(Event.PROCESS_FAILED, slot=slot, error=value.get("error"), rc=value["rc"])
             return
-        if self.state == State.STOPPING and all(exits.get(s, {}).get("rc") == STOP_EXIT for s in self.ring_slots):
+        if self.state == State.STOPPING and all(exits.get(s, {}).get("rc") == protocol.STOP_EXIT for s in self.ring_slots):
             self.dispatch(Event.RING_STOPPED, slots=present)
 
     def run(self) -> tuple[str, str]:
-        if self.attempt > 1:
-            self.events.add("am_restarted", role="master", attempt=self.attempt)
+        return self.run_loop(0.5)
+
+    def launch(self) -> None:
         self.since = self.clock()
         for slot in range(self.job["workers"]):
             self.start(slot)
-        while True:
-            outcome = self.step()
-            if outcome:
-                return outcome
-            time.sleep(0.5)

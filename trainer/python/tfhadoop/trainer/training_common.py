@@ -1,0 +1,50 @@
+"""The parts of a training run that both strategies' trainers use: the PS coordinator
+(``coordinator``) and the allreduce training process (``allreduce``) import them from here, so
+neither module doubles as the other's library.
+"""
+from __future__ import annotations
+
+import importlib
+import json
+
+
+def build_model(strategy, build, ref: str):
+    """The user's compiled model from ``build`` (the model function named ``ref``) under
+    ``strategy``'s scope, with its optimizer's slots created there too (PS mode and allreduce alike):
+    variables placed by the strategy, checkpointable at once."""
+    with strategy.scope():
+        model = build()
+        if model.optimizer is None:
+            raise ValueError(f"{ref} returned a model that is not compiled")
+        model.optimizer.build(model.trainable_variables)
+    return model
+
+
+def load_model_fn(name: str):
+    """``pkg.module:function`` -> the function."""
+    module, _, attr = name.partition(":")
+    if not attr:
+        raise ValueError(f"--model must be MODULE:FUNCTION, got {name!r}")
+    return getattr(importlib.import_module(module), attr)
+
+
+class Progress:
+    """Progress and results for the client, in the Skein key-value store."""
+
+    def __init__(self, app):
+        self.app = app
+
+    def put(self, key: str, value: dict) -> None:
+        if self.app is not None:
+            self.app.kv[key] = json.dumps(value).encode()
+
+    def put_list(self, key: str, value: list) -> None:
+        if self.app is not None:
+            self.app.kv[key] = json.dumps(value).encode()
+
+
+def training_done(state: dict, epochs: int | None, steps: int | None) -> bool:
+    """``--epochs``: all epochs done; ``--steps``: that many steps taken (epochs run on)."""
+    if steps:
+        return state["steps"] >= steps
+    return state["epoch"] >= epochs
