@@ -72,6 +72,24 @@ class FakeCoordinator:
 
 
 PS_JOB = {"checkpoint_dir": "hdfs://nn/c", "ps": 1, "workers": 2, "min_workers": 1, "startup_wait": 0, "queue": "q"}
+RING_JOB = {"checkpoint_dir": "hdfs://nn/c", "strategy": "allreduce", "ps": 0, "workers": 2, "min_workers": 1,
+            "startup_wait": 0, "queue": "q"}
+
+
+def settings(job: dict, **changes):
+    """The checked settings (``JobSettings``, as a master reads them from job.json) of ``job``
+    with ``changes``, on a model and dataset no test loads."""
+    from tfhadoop.trainer.spec import JobSpec
+
+    return JobSpec.from_dict({"model": "m:f", "data": "hdfs://nn/d", "export_dir": "hdfs://nn/e", **job, **changes})
+
+
+def with_settings(master, **changes):
+    """A new master like ``master`` (same app, work dir and attempt) whose settings differ by
+    ``changes``: settings are frozen, and the master's watchdogs hold the ones it was made with."""
+    import dataclasses
+
+    return type(master)(master.app, dataclasses.replace(master.job, **changes), master.work, attempt=master.attempt)
 
 
 def fake_master(work, monkeypatch, app=None, attempt=1, **job):
@@ -87,7 +105,7 @@ def fake_master(work, monkeypatch, app=None, attempt=1, **job):
     monkeypatch.setattr(time, "sleep", lambda s: None)
     monkeypatch.setattr(hdfs, "write_bytes", lambda *a, **k: None)
     monkeypatch.setattr(hdfs, "append_bytes", lambda *a, **k: None)
-    return m.PsMaster(app or FakeApp(), {**PS_JOB, **job}, str(work), attempt=attempt)
+    return m.PsMaster(app or FakeApp(), settings(PS_JOB, **job), str(work), attempt=attempt)
 
 
 def bring_up(master, workers=(0, 1)):

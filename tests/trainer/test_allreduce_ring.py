@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from tests.trainer.fakes import FakeApp, ManualClock, event_kinds
+from tests.trainer.fakes import RING_JOB, FakeApp, ManualClock, event_kinds, settings
 from tfhadoop.errors import CommandError
 from tfhadoop.trainer.allreduce import cut_round, plan_rounds, round_steps
 from tfhadoop.trainer.job import JobSpec
@@ -58,18 +58,27 @@ def test_steps_budget_cuts_a_round():
 
 # -- the ring master ------------------------------------------------------------------------------
 @pytest.fixture
-def ring(monkeypatch):
+def make_ring(monkeypatch):
+    """A ring master of two workers whose containers were asked for, with settings changes."""
     from tfhadoop.connectors import hdfs
     from tfhadoop.trainer import ring_master as am
 
     monkeypatch.setattr(hdfs, "write_bytes", lambda *a, **k: None)
     monkeypatch.setattr(hdfs, "append_bytes", lambda *a, **k: None)
-    job = {"checkpoint_dir": "hdfs://nn/c", "strategy": "allreduce", "ps": 0, "workers": 2, "min_workers": 1,
-           "startup_wait": 30, "gang_timeout": 100, "queue": "q", "hang_timeout": 0}
-    master = am.RingMaster(FakeApp(), job, "/tmp", clock=ManualClock())
-    for slot in range(2):
-        master.start(slot)
-    return master
+
+    def make(**changes):
+        job = settings(RING_JOB, **{"startup_wait": 30, "gang_timeout": 100, "hang_timeout": 10**9, **changes})
+        master = am.RingMaster(FakeApp(), job, "/tmp", clock=ManualClock())
+        for slot in range(2):
+            master.start(slot)
+        return master
+
+    return make
+
+
+@pytest.fixture
+def ring(make_ring):
+    return make_ring()
 
 
 def _ring(master):
@@ -93,8 +102,8 @@ def test_gang_starts_with_min_workers_after_startup_wait(ring):
     assert _ring(ring)["slots"] == [1]
 
 
-def test_gang_timeout_releases_the_containers_and_says_why(ring):
-    ring.job["min_workers"] = 2
+def test_gang_timeout_releases_the_containers_and_says_why(make_ring):
+    ring = make_ring(min_workers=2)
     ring.app.serve("worker", 0, "h:1")
     ring.clock.now = 101
     outcome = ring.step()
@@ -144,10 +153,10 @@ def test_model_bug_fails_at_once_and_a_cluster_error_restarts_after_its_grace(ri
     assert ring.step() == ("FAILED", "ValueError: model bug")
 
 
-def test_a_silent_member_is_killed_as_hung_and_the_ring_reforms(ring):
+def test_a_silent_member_is_killed_as_hung_and_the_ring_reforms(make_ring):
     """The ring master's hang detection: the heartbeat of worker 0 stops changing, worker 1's goes
     on; after ``hang_timeout`` s worker 0's container is killed and its loss re-forms the ring."""
-    ring.job["hang_timeout"] = 60
+    ring = make_ring(hang_timeout=60)
     _formed(ring)
     ring.app.kv["hb/worker/0"], ring.app.kv["hb/worker/1"] = b"worker_0 1", b"worker_1 1"
     ring.step()
@@ -166,13 +175,13 @@ def _progress(ring, gen, steps, restored):
     ring.app.kv["progress"] = json.dumps({"gen": gen, "steps": steps, "restored_steps": restored}).encode()
 
 
-def test_a_hung_training_process_restarts_its_generation_at_once(ring):
+def test_a_hung_training_process_restarts_its_generation_at_once(make_ring):
     """A supervisor killed its training process for making no progress (``TrainingHang``): no
     grace for a container loss (none will come), the same members form the next generation, and
     the first round of that one says how many steps were redone since the checkpoint."""
     from tfhadoop.trainer.allreduce import HANG_ERROR
 
-    ring.job["round_timeout"] = 30
+    ring = make_ring(round_timeout=30)
     _formed(ring)
     _progress(ring, 1, 10, 0)
     ring.step()

@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from tests.trainer.fakes import FakeApp, ManualClock, event_kinds
+from tests.trainer.fakes import RING_JOB as SMALL_RING
+from tests.trainer.fakes import FakeApp, ManualClock, event_kinds, settings
 
 LOST_NODE = "Container released on a *lost* node"  # YARN's diagnostics for exit status -100
-RING_JOB = {"checkpoint_dir": "hdfs://nn/c", "strategy": "allreduce", "ps": 0, "workers": 2, "min_workers": 1,
-            "startup_wait": 30, "gang_timeout": 100, "queue": "q", "hang_timeout": 0, "max_worker_restarts": 0}
+RING_JOB = {**SMALL_RING, "startup_wait": 30, "gang_timeout": 100, "hang_timeout": 10**9, "max_worker_restarts": 0}
 
 
 @pytest.fixture
@@ -33,7 +33,7 @@ def appended(monkeypatch):
 def _ring(app=None, attempt=1, **job):
     from tfhadoop.trainer import ring_master
 
-    master = ring_master.RingMaster(app or FakeApp(), {**RING_JOB, **job}, "/tmp", clock=ManualClock(),
+    master = ring_master.RingMaster(app or FakeApp(), settings(RING_JOB, **job), "/tmp", clock=ManualClock(),
                                     attempt=attempt)
     return master
 

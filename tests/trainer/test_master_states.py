@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tests.trainer.fakes import FakeApp, bring_up, event_kinds, fake_master, manual_clock
+from tests.trainer.fakes import FakeApp, bring_up, event_kinds, fake_master, manual_clock, with_settings
 
 
 def _beat(master, role, slot, n):
@@ -47,8 +47,8 @@ def test_events_outside_their_states_are_ignored(master):
 def test_hung_worker_is_killed_after_the_hang_timeout_and_replaced(master):
     from tfhadoop.trainer import ps_master as m
 
+    master = with_settings(master, hang_timeout=30)
     now = manual_clock(master)
-    master.job["hang_timeout"] = 30
     bring_up(master)
     for n in range(1, 5):  # both beat every 10 s: nothing happens
         _beat(master, "worker", 0, n)
@@ -83,8 +83,8 @@ def test_hung_worker_is_killed_after_the_hang_timeout_and_replaced(master):
 def test_hung_parameter_server_restarts_training_from_the_checkpoint(master):
     from tfhadoop.trainer import ps_master as m
 
+    master = with_settings(master, hang_timeout=5)
     now = manual_clock(master)
-    master.job["hang_timeout"] = 5
     bring_up(master)
     _beat(master, "ps", 0, 1)
     master.step()
@@ -131,7 +131,7 @@ def test_a_start_slower_than_the_startup_timeout_fails_saying_why(master):
     master.launch()
     master.app.serve("ps", 0, "h:1")
     assert master.step() is None
-    now[0] = master.job["startup_timeout"] + 1
+    now[0] = master.job.startup_timeout + 1
     status, diagnostics = master.step() or ("", "")
     assert status == "FAILED" and "0 of 2 workers started within" in diagnostics and "queue q" in diagnostics
 
@@ -359,7 +359,7 @@ def test_an_abandoned_slot_is_reopened_when_a_new_coordinator_needs_it(master):
     it, instead of being handed a worker that is gone."""
     from tfhadoop.trainer import ps_master as m
 
-    master.job["max_worker_restarts"] = 0
+    master = with_settings(master, max_worker_restarts=0)
     bring_up(master)
     master.app.lose(master.live[("worker", 1)])
     master.step()
@@ -390,8 +390,8 @@ def _beat_servers(master, n):
 def test_silent_coordinator_is_killed_and_restarted_from_the_checkpoint(master):
     from tfhadoop.trainer import ps_master as m
 
+    master = with_settings(master, hang_timeout=30)
     now = manual_clock(master)
-    master.job["hang_timeout"] = 30
     bring_up(master)
     first = master.coordinator
     for n in range(1, 5):  # beats every 10 s and makes progress: nothing happens
@@ -426,8 +426,8 @@ def test_silent_coordinator_is_killed_and_restarted_from_the_checkpoint(master):
 def test_coordinator_stuck_in_one_phase_past_its_limit_is_restarted(master):
     from tfhadoop.trainer import ps_master as m
 
+    master = with_settings(master, phase_timeouts={**master.job.phase_timeouts, "checkpointing": 100})
     now = manual_clock(master)
-    master.job["phase_timeouts"] = {**master.job["phase_timeouts"], "checkpointing": 100}
     bring_up(master)
     _report(master, "training", 1, 1)
     master.step()
@@ -448,8 +448,8 @@ def test_coordinator_stuck_in_one_phase_past_its_limit_is_restarted(master):
 
 
 def test_a_long_evaluation_an_hdfs_wait_and_no_live_worker_are_not_hangs(master):
+    master = with_settings(master, hang_timeout=30)
     now = manual_clock(master)
-    master.job["hang_timeout"] = 30
     bring_up(master)
     n = 0
 
@@ -475,8 +475,8 @@ def test_a_long_evaluation_an_hdfs_wait_and_no_live_worker_are_not_hangs(master)
 def test_a_coordinator_that_keeps_hanging_fails_the_job_after_max_coordinator_restarts(master):
     from tfhadoop.trainer import ps_master as m
 
+    master = with_settings(master, hang_timeout=5, max_coordinator_restarts=1)
     now = manual_clock(master)
-    master.job.update(hang_timeout=5, max_coordinator_restarts=1)
     bring_up(master)
     for _ in range(2):
         now[0] += 2  # the backoff
@@ -494,12 +494,12 @@ def test_a_coordinator_that_keeps_hanging_fails_the_job_after_max_coordinator_re
 
 def test_phase_timeouts_are_checked_and_merged_over_the_defaults():
     from tfhadoop.errors import CommandError
-    from tfhadoop.trainer.job import DEFAULT_PHASE_TIMEOUTS, JobSpec, job_settings
+    from tfhadoop.trainer.job import DEFAULT_PHASE_TIMEOUTS, JobSpec
 
     base = {"model": "m:f", "data": "hdfs:///d", "checkpoint_dir": "hdfs:///c", "export_dir": "hdfs:///e"}
     spec = JobSpec.from_dict({**base, "phase_timeouts": "evaluating=60, training=30"})
     assert spec.phase_timeouts == {**DEFAULT_PHASE_TIMEOUTS, "evaluating": 60.0, "training": 30.0}
-    assert job_settings({})["phase_timeouts"] == DEFAULT_PHASE_TIMEOUTS
+    assert JobSpec.from_dict(base).validate().phase_timeouts == DEFAULT_PHASE_TIMEOUTS
     for bad, message in (("eval=5", "unknown phase 'eval'"), ("training", "PHASE=SECONDS"),
                          ("training=-1", "training must be positive"), ("training=x", "not a number")):
         with pytest.raises(CommandError, match=message):
@@ -531,8 +531,8 @@ def test_phase_reporter_beats_and_marks():
 def test_a_coordinator_silent_while_a_worker_hangs_is_not_killed(master):
     """On the embedded cluster a stopped worker also stopped the coordinator's heartbeat thread (a
     TensorFlow call waiting on it holds the GIL): only the worker is killed and replaced."""
+    master = with_settings(master, hang_timeout=8)
     now = manual_clock(master)
-    master.job["hang_timeout"] = 8
     bring_up(master)
     _report(master, "training", 1, 1)
     _beat_servers(master, 1)

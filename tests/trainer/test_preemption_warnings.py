@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.trainer.fakes import FakeApp, bring_up, event_kinds, manual_clock
+from tests.trainer.fakes import RING_JOB, FakeApp, bring_up, event_kinds, manual_clock, settings, with_settings
 from tfhadoop.trainer import protocol
 
 
@@ -96,7 +96,7 @@ def test_a_warned_parameter_server_asks_for_a_checkpoint_now(master):
 
 
 def test_without_preemption_warnings_the_warning_is_only_logged(master):
-    master.job["preemption_warnings"] = False
+    master = with_settings(master, preemption_warnings=False)
     bring_up(master)
     _warn(master, "y-worker_0")
     master.step()
@@ -159,10 +159,10 @@ def test_preemption_warnings_flag_and_yaml(tmp_path):
 
     from tfhadoop.errors import CommandError
     from tfhadoop.trainer import train_cli
-    from tfhadoop.trainer.job import JobSpec, job_settings
+    from tfhadoop.trainer.job import JobSpec
 
     base = {"model": "m:build", "data": "hdfs:///d", "checkpoint_dir": "hdfs:///c", "export_dir": "hdfs:///e"}
-    assert JobSpec.from_dict(base).preemption_warnings is True and job_settings({})["preemption_warnings"] is True
+    assert JobSpec.from_dict(base).preemption_warnings is True
     spec = tmp_path / "job.yaml"
     spec.write_text("".join(f"{k}: {v}\n" for k, v in base.items()) + "preemption_warnings: false\n")
     parser = argparse.ArgumentParser()
@@ -184,22 +184,32 @@ def test_the_design_table_names_the_event():
 
 # -- allreduce: a planned shrink ------------------------------------------------------------------
 @pytest.fixture
-def ring(tmp_path, monkeypatch):
+def make_ring(tmp_path, monkeypatch):
+    """A ring master of three workers, formed, with settings changes."""
     from tfhadoop.connectors import hdfs
     from tfhadoop.trainer import ring_master as am
 
     monkeypatch.setattr(hdfs, "write_bytes", lambda *a, **k: None)
     monkeypatch.setattr(hdfs, "append_bytes", lambda *a, **k: None)
-    job = {"checkpoint_dir": "hdfs://nn/c", "strategy": "allreduce", "ps": 0, "workers": 3, "min_workers": 1,
-           "startup_wait": 30, "gang_timeout": 100, "queue": "q", "hang_timeout": 0}
-    app = FakeApp()
-    master = am.RingMaster(app, job, str(tmp_path), clock=lambda: 0.0)
-    for slot in range(3):
-        master.start(slot)
-    for slot in range(3):
-        app.serve("worker", slot, f"h:{slot + 1}")
-    master.step()
-    return master
+
+    def make(**changes):
+        job = settings(RING_JOB, **{"workers": 3, "startup_wait": 30, "gang_timeout": 100, "hang_timeout": 10**9,
+                                    **changes})
+        app = FakeApp()
+        master = am.RingMaster(app, job, str(tmp_path), clock=lambda: 0.0)
+        for slot in range(3):
+            master.start(slot)
+        for slot in range(3):
+            app.serve("worker", slot, f"h:{slot + 1}")
+        master.step()
+        return master
+
+    return make
+
+
+@pytest.fixture
+def ring(make_ring):
+    return make_ring()
 
 
 def _ring(master):
@@ -232,15 +242,15 @@ def test_a_warned_ring_member_leaves_at_a_round_boundary(ring):
     assert ring.state.value == "stopping" and ring.app.kv["ring_stop"] == b"2"
 
 
-def test_a_warning_leaving_fewer_than_min_workers_does_not_shrink(ring):
-    ring.job["min_workers"] = 3
+def test_a_warning_leaving_fewer_than_min_workers_does_not_shrink(make_ring):
+    ring = make_ring(min_workers=3)
     _warn(ring, "y-worker_2")
     ring.step()
     assert ring.state.value == "training" and _event(ring, "preemption_warned")[0]["reaction"] == []
 
 
-def test_ring_without_preemption_warnings_only_logs(ring):
-    ring.job["preemption_warnings"] = False
+def test_ring_without_preemption_warnings_only_logs(make_ring):
+    ring = make_ring(preemption_warnings=False)
     _warn(ring, "y-worker_0")
     ring.step()
     assert ring.state.value == "training" and _event(ring, "preemption_warned")[0]["reaction"] == []

@@ -25,7 +25,7 @@ from tfhadoop.trainer.closures import (
     checkpoint_request,
     within_step_budget,
 )
-from tfhadoop.trainer.job import job_settings
+from tfhadoop.trainer.spec import JobSettings
 from tfhadoop.trainer.training_common import Progress, build_model, load_model_fn, training_done
 
 CLUSTER_POLL_S = 0.2  # a started coordinator looks this often for the cluster spec the master writes
@@ -62,7 +62,7 @@ class RejoinWatch:
         logger.setLevel(logging.INFO)
 
 
-def run(job: dict, cluster: dict, work: str, app=None, phases=None) -> dict:
+def run(job: JobSettings, cluster: dict, work: str, app=None, phases=None) -> dict:
     """Train, evaluate and export; ``phases`` (a started PhaseReporter) tells the master's
     watchdog what it is doing."""
     import tensorflow as tf
@@ -82,7 +82,7 @@ def run(job: dict, cluster: dict, work: str, app=None, phases=None) -> dict:
     slots_file = os.path.join(work, protocol.WORKER_SLOTS_FILE)
     slots = json.load(open(slots_file)) if os.path.exists(slots_file) else list(range(len(cluster["worker"])))
     rejoin_watch = RejoinWatch(progress, slots)
-    manifest = load_manifest(job["data"])
+    manifest = load_manifest(job.data)
     tf.config.threading.set_inter_op_parallelism_threads(len(cluster["worker"]) + len(cluster["ps"]) + 2)
     os.environ["TF_CONFIG"] = json.dumps({"cluster": cluster, "task": {"type": "chief", "index": 0}})
     resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
@@ -90,13 +90,13 @@ def run(job: dict, cluster: dict, work: str, app=None, phases=None) -> dict:
     # before the ClusterCoordinator: its worker threads take closures from the start
     avoidance = WorkerAvoidance(os.path.join(work, protocol.AVOID_WORKERS_FILE))
     coordinator = tf.distribute.experimental.coordinator.ClusterCoordinator(strategy)
-    build = load_model_fn(job["model"])
-    model = build_model(strategy, build, job["model"])
-    task_fn = build_task_fn(strategy, model, manifest.parse_spec, job["label"], job["batch_size"], manifest.compression,
-                            job["sample_weight"])
+    build = load_model_fn(job.model)
+    model = build_model(strategy, build, job.model)
+    task_fn = build_task_fn(strategy, model, manifest.parse_spec, job.label, job.batch_size, manifest.compression,
+                            job.sample_weight)
 
     checkpoints = HdfsCheckpoints(tf.train.Checkpoint(model=model, optimizer=model.optimizer),
-                                  job["checkpoint_dir"], keep=job["keep_checkpoints"])
+                                  job.checkpoint_dir, keep=job.keep_checkpoints)
     ckpt_url = checkpoints.url
     summaries = Summaries(f"{ckpt_url}/{protocol.TENSORBOARD_DIR}")
     retries: list = []
@@ -115,7 +115,7 @@ def run(job: dict, cluster: dict, work: str, app=None, phases=None) -> dict:
     if state["steps"]:
         print(f"restored checkpoint: epoch {state['epoch']}, step {state['steps']}, "
               f"{len(state['ledger']['done']) if state['ledger'] else 0} tasks of the epoch done", flush=True)
-    policy = CheckpointPolicy(job["checkpoint_steps"], job["checkpoint_secs"])
+    policy = CheckpointPolicy(job.checkpoint_steps, job.checkpoint_secs)
     policy.saved(state["steps"])
 
     # Where this coordinator's wall time went besides training, per epoch (metrics.json
@@ -131,8 +131,8 @@ def run(job: dict, cluster: dict, work: str, app=None, phases=None) -> dict:
             summaries.sync()
         return time.monotonic() - t0
 
-    epochs, max_steps, batch_size = job["epochs"], job["steps"], job["batch_size"]
-    train_split, eval_split = job["train_split"], job["eval_split"]
+    epochs, max_steps, batch_size = job.epochs, job.steps, job.batch_size
+    train_split, eval_split = job.train_split, job.eval_split
     expected = manifest.records(train_split)
     indexes = load_indexes(manifest, train_split)
     unindexed = sorted(p for p, i in indexes.items() if i is None)
@@ -145,7 +145,7 @@ def run(job: dict, cluster: dict, work: str, app=None, phases=None) -> dict:
     avoidance.refresh()
     early: list = []  # checkpoints the master asked for (YARN's preemption warnings), taken or not
     rate_from = (time.monotonic(), state["steps"])  # the steps per second since this coordinator began
-    size = ClosureSize(job["steps_per_execution"], len(cluster["worker"]))
+    size = ClosureSize(job.steps_per_execution, len(cluster["worker"]))
     t_start = time.monotonic()
     first_step_at = None
     window = {"n": 0, "loss": 0.0, "t": time.monotonic()}  # examples and loss since the last report
@@ -185,7 +185,7 @@ def run(job: dict, cluster: dict, work: str, app=None, phases=None) -> dict:
     phases.enter(protocol.PHASE_TRAINING)
     while not training_done(state, epochs, max_steps):
         epoch = state["epoch"]
-        tasks = plan_epoch(manifest, train_split, job["task_records"], epoch=epoch, seed=job["seed"],
+        tasks = plan_epoch(manifest, train_split, job.task_records, epoch=epoch, seed=job.seed,
                            indexes=indexes)
         ledger = EpochLedger.from_json(state["ledger"]) if state["ledger"] else EpochLedger(epoch, expected)
         queue = ledger.remaining(tasks)
@@ -273,7 +273,7 @@ def run(job: dict, cluster: dict, work: str, app=None, phases=None) -> dict:
         from tfhadoop.connectors.dataset import shard_url
         from tfhadoop.trainer.step import COMPRESSION, model_inputs
 
-        parse = parse_fn(manifest.parse_spec, job["label"], job["sample_weight"])
+        parse = parse_fn(manifest.parse_spec, job.label, job.sample_weight)
         files = [shard_url(manifest, s) for s in manifest.split(eval_split)]
         ds = tf.data.TFRecordDataset(files, compression_type=COMPRESSION[manifest.compression]).batch(256).map(parse)
         ds = ds.map(lambda f, *y_and_weight: (model_inputs(plain, f), *y_and_weight))
@@ -281,7 +281,7 @@ def run(job: dict, cluster: dict, work: str, app=None, phases=None) -> dict:
         metrics["eval"] = {k: float(v) for k, v in values.items()}
         summaries.scalars("eval", state["steps"], metrics["eval"])
     phases.enter(protocol.PHASE_EXPORTING)
-    hdfs.publish(lambda staged: plain.save(staged, save_format="tf"), job["export_dir"])
+    hdfs.publish(lambda staged: plain.save(staged, save_format="tf"), job.export_dir)
     summaries.close()
     hdfs.write_bytes(protocol.job_file(ckpt_url, protocol.METRICS_FILE), json.dumps(metrics, indent=1).encode())
     progress.put(protocol.KV_METRICS, metrics)
@@ -298,8 +298,7 @@ def main() -> int:
     protocol.tf_environment()
 
     die_with_parent()
-    with open(sys.argv[1]) as f:
-        job = job_settings(json.load(f))
+    job = JobSettings.load(sys.argv[1])
     cluster_file, work = sys.argv[2], sys.argv[3]
     app = None
     if os.environ.get("SKEIN_APPMASTER_ADDRESS") or os.environ.get("SKEIN_APPLICATION_ID"):
@@ -317,7 +316,7 @@ def main() -> int:
             import tf_keras  # noqa: F401
         except ImportError:
             pass
-        importlib.import_module(job["model"].partition(":")[0])
+        importlib.import_module(job.model.partition(":")[0])
         master = os.getppid()
         while not os.path.exists(cluster_file):
             if os.getppid() != master:  # the master is gone: nobody will write it

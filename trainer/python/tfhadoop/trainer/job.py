@@ -8,15 +8,6 @@ from tfhadoop.trainer.follow import follow
 from tfhadoop.trainer.spec import DEFAULT_PHASE_TIMEOUTS, JobSettings, JobSpec, mebibytes
 from tfhadoop.trainer.submit import application_spec, pack_python_path, submit, tracking_url
 
-__all__ = ["DEFAULT_PHASE_TIMEOUTS", "JobSettings", "JobSpec", "application_spec", "follow", "job_settings",
-           "mebibytes", "pack_python_path", "submit", "tracking_url"]
+__all__ = ["DEFAULT_PHASE_TIMEOUTS", "JobSettings", "JobSpec", "application_spec", "follow", "mebibytes",
+           "pack_python_path", "submit", "tracking_url"]
 
-
-def job_settings(job: dict) -> dict:
-    """``job.json`` over the JobSpec's defaults, as a dict: what the masters and the coordinator
-    read until they take ``JobSettings.from_dict`` (issue 28); new code reads JobSettings."""
-    from dataclasses import fields
-
-    from tfhadoop.trainer.spec import default_of, is_required
-
-    return {**{f.name: default_of(f) for f in fields(JobSpec) if not is_required(f)}, **job}

@@ -17,6 +17,7 @@ import time
 
 from tfhadoop.trainer import protocol
 from tfhadoop.trainer.event_log import EventLog
+from tfhadoop.trainer.spec import JobSettings
 
 
 def watch_application_master(period: float = 1.0) -> None:
@@ -102,10 +103,9 @@ def main() -> int:
     import skein
 
     work = os.getcwd()
-    with open(os.path.join(work, protocol.JOB_FILE)) as f:
-        job = json.load(f)
+    job = JobSettings.load(os.path.join(work, protocol.JOB_FILE))
     app = skein.ApplicationClient.from_current()
-    if job.get("strategy") == "allreduce":
+    if job.strategy == "allreduce":
         from tfhadoop.trainer.ring_master import RingMaster
 
         master = RingMaster(app, job, work, attempt=application_attempt())
@@ -131,7 +131,7 @@ def main() -> int:
         master.events.rewrite()
     master.events.add(protocol.EventKind.FINISHED, status=status, diagnostics=diagnostics[:4000])
     master.events.flush_waiting()
-    write_result(job["checkpoint_dir"], app.id, status, diagnostics)
+    write_result(job.checkpoint_dir, app.id, status, diagnostics)
     app.kv[protocol.KV_RESULT] = json.dumps({"status": status, "diagnostics": diagnostics}).encode()
     app.shutdown(status, diagnostics=diagnostics[:4000])
     return 0

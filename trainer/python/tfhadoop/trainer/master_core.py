@@ -14,9 +14,9 @@ import time
 
 from tfhadoop.trainer import protocol
 from tfhadoop.trainer.event_log import EventLog
-from tfhadoop.trainer.job import job_settings
 from tfhadoop.trainer.jobpage import Sampler
 from tfhadoop.trainer.slots import Slots
+from tfhadoop.trainer.spec import JobSettings
 from tfhadoop.trainer.state_table import TableMachine
 from tfhadoop.trainer.watchdogs import HeartbeatWatchdog, PreemptionWarnings
 
@@ -31,13 +31,13 @@ class MasterCore(TableMachine):
     Event: type[enum.Enum]
     services: list[str]
 
-    def __init__(self, app, job: dict, work: str, clock, attempt: int, ports: dict[tuple[str, int], int]):
-        self.app, self.job, self.work, self.clock, self.attempt = app, job_settings(job), work, clock, attempt
+    def __init__(self, app, job: JobSettings, work: str, clock, attempt: int, ports: dict[tuple[str, int], int]):
+        self.app, self.job, self.work, self.clock, self.attempt = app, job, work, clock, attempt
         self.outcome: tuple[str, str] | None = None  # (final status, diagnostics) once SUCCEEDED/FAILED
         self.decided_before = False  # the outcome is an earlier attempt's (result.json)
         app_id = getattr(app, "id", None)
-        self.events = EventLog(app, self.job["checkpoint_dir"], app_id)
-        self.sampler = Sampler(app, self.job["checkpoint_dir"], app_id)
+        self.events = EventLog(app, self.job.checkpoint_dir, app_id)
+        self.sampler = Sampler(app, self.job.checkpoint_dir, app_id)
         now = self.now  # the watchdogs read the master's clock at each call (a test swaps it)
         self.slots = Slots(app, self.events, ports, self.gpus, now)
         self.heartbeats = HeartbeatWatchdog(app, self.slots, self.job, now)
@@ -47,7 +47,7 @@ class MasterCore(TableMachine):
         return self.clock()
 
     def gpus(self, role: str) -> int:
-        return self.job["worker_gpus"] if role == "worker" else 0
+        return self.job.worker_gpus if role == "worker" else 0
 
     # the slots' bookkeeping, as the masters' callers (job page, tests) name it
     @property
@@ -86,11 +86,11 @@ class MasterCore(TableMachine):
         application) ends this attempt with it; else record the checkpoint it resumes from."""
         from tfhadoop.trainer import jobdir
 
-        result = jobdir.result(self.job["checkpoint_dir"], getattr(self.app, "id", None))
+        result = jobdir.result(self.job.checkpoint_dir, getattr(self.app, "id", None))
         if result and result.get("status") == "FAILED":
             self.decided_before = True
             return self.fail(result.get("diagnostics", "failed in an earlier attempt"))
-        state = jobdir.latest_state(self.job["checkpoint_dir"]) or {}
+        state = jobdir.latest_state(self.job.checkpoint_dir) or {}
         self.events.add(protocol.EventKind.AM_RESTARTED, role="master", attempt=self.attempt,
                         checkpoint={k: state.get(k) for k in ("epoch", "steps")} if state else None)
         return None

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from tfhadoop.trainer.coordinator_process import CoordinatorProcess
     from tfhadoop.trainer.event_log import EventLog
     from tfhadoop.trainer.slots import Slots
+    from tfhadoop.trainer.spec import JobSettings
     from tfhadoop.trainer.watchdogs import CoordinatorWatchdog, PreemptionWarnings
 
 K = protocol.EventKind
@@ -35,7 +36,7 @@ class CoordinatorHandling:
     """The coordinator's side of ``PsMaster``."""
 
     app: skein.ApplicationClient
-    job: dict
+    job: JobSettings
     clock: Callable[[], float]
     events: EventLog
     slots: Slots
@@ -151,7 +152,7 @@ class CoordinatorHandling:
         and a checkpoint due soon is taken now; a PS: a checkpoint now. The loss itself is handled
         as any preemption (CONTAINER_LOST)."""
         key = (role, slot) if role in ("ps", "worker") and slot is not None else None  # None: the AM's, or not ours
-        acting = bool(self.job["preemption_warnings"]) and key is not None and self.live.get(key) == container
+        acting = bool(self.job.preemption_warnings) and key is not None and self.live.get(key) == container
         reaction = []
         if acting and role == "worker" and container:
             self.preemption.warned[container] = self.clock()
@@ -184,7 +185,7 @@ class CoordinatorHandling:
     def restart_coordinator(self, message: str):
         """After a coordinator failure: a new one after backoff (2, 4, .. 30 s), resuming from the
         checkpoint; FAILED after ``max_coordinator_restarts``."""
-        if self.coordinator_failures > self.job["max_coordinator_restarts"]:
+        if self.coordinator_failures > self.job.max_coordinator_restarts:
             return self.fail(f"coordinator failed {self.coordinator_failures} times, last: {message}")
         self.begin_after = self.clock() + min(2 ** self.coordinator_failures, 30)
         self.spawn_coordinator()
@@ -250,7 +251,7 @@ class CoordinatorHandling:
         if self.state == self.State["WAITING"]:
             if not missing and self.clock() >= self.begin_after:
                 self.dispatch(self.Event["SERVERS_UP"])
-            elif missing and self.clock() - self.spawned_at > self.job["startup_timeout"]:
+            elif missing and self.clock() - self.spawned_at > self.job.startup_timeout:
                 self.dispatch(self.Event["SERVERS_LATE"], missing=missing)
             return
         stale = self.coordinator_watch.stale(getattr(self.coordinator, "pid", None))

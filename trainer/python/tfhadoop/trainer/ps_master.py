@@ -31,6 +31,7 @@ from tfhadoop.trainer import protocol
 from tfhadoop.trainer.coordinator_process import CoordinatorProcess
 from tfhadoop.trainer.master_core import MasterCore
 from tfhadoop.trainer.ps_coordination import CoordinatorHandling
+from tfhadoop.trainer.spec import JobSettings
 from tfhadoop.trainer.state_table import Rule
 from tfhadoop.trainer.watchdogs import CoordinatorWatchdog
 
@@ -137,11 +138,10 @@ class PsMaster(CoordinatorHandling, MasterCore):
     State = State
     services = ["ps", "worker"]
 
-    def __init__(self, app, job: dict, work: str, clock=None, attempt: int = 1):
+    def __init__(self, app, job: JobSettings, work: str, clock=None, attempt: int = 1):
         import time
 
-        settings_ps, settings_workers = job["ps"], job["workers"]
-        slots = [("ps", i) for i in range(settings_ps)] + [("worker", i) for i in range(settings_workers)]
+        slots = [("ps", i) for i in range(job.ps)] + [("worker", i) for i in range(job.workers)]
         super().__init__(app, job, work, clock or time.monotonic, attempt, dict(zip(slots, free_ports(len(slots)))))
         self.state = State.STARTING
         self.process = CoordinatorProcess(work)
@@ -187,10 +187,10 @@ class PsMaster(CoordinatorHandling, MasterCore):
         if not loss.counted:  # YARN took it back, or its node is gone: not the slot's failure
             return self.replace(role, slot, attempt=attempt, delay=0)
         n = self.slots.count_failure(role, slot)
-        limit = self.job["max_worker_restarts" if role == "worker" else "max_ps_restarts"]
+        limit = (self.job.max_worker_restarts if role == "worker" else self.job.max_ps_restarts)
         if n > limit:
             alive = self.workers_alive()
-            if role == "ps" or alive < self.job["min_workers"]:
+            if role == "ps" or alive < self.job.min_workers:
                 return self.fail(f"{role}:{slot} lost {n} times ({c.exit_message})")
             self.events.add(K.SLOT_ABANDONED, role=role, slot=slot, workers_alive=alive)
             self.abandoned.add(slot)
@@ -206,12 +206,12 @@ class PsMaster(CoordinatorHandling, MasterCore):
         addrs = self.app.kv.get_prefix(protocol.KV_ADDR)
         self.in_spec = present
         self.spec_at = self.clock()
-        self.publish_cluster({"ps": [addrs[protocol.kv_addr("ps", s)].decode() for s in range(self.job["ps"])],
+        self.publish_cluster({"ps": [addrs[protocol.kv_addr("ps", s)].decode() for s in range(self.job.ps)],
                               "worker": [addrs[protocol.kv_addr("worker", s)].decode() for s in present],
                               "chief": [f"{socket.getfqdn()}:{free_port()}"]})
 
     def on_startup_late(self, why: str) -> State:
-        return self.fail(f"{why} (not enough resources in queue {self.job['queue']}?)")
+        return self.fail(f"{why} (not enough resources in queue {self.job.queue}?)")
 
     def on_addresses_changed(self, moved: dict, arrived: list, addrs: dict) -> None:
         cluster = {k: list(v) for k, v in self.cluster.items()}
@@ -237,7 +237,7 @@ class PsMaster(CoordinatorHandling, MasterCore):
         return State.TRAINING
 
     def on_servers_late(self, missing: list) -> State:
-        return self.fail(f"{', '.join(missing)} did not come up within {self.job['startup_timeout']} s")
+        return self.fail(f"{', '.join(missing)} did not come up within {self.job.startup_timeout} s")
 
     # -- containers -------------------------------------------------------------------------------
     def start(self, role: str, slot: int) -> None:
@@ -278,7 +278,7 @@ class PsMaster(CoordinatorHandling, MasterCore):
         return self.in_spec.index(slot) if slot in self.in_spec else None
 
     def spec_slots(self) -> list[tuple[str, int]]:
-        return [("ps", s) for s in range(self.job["ps"])] + [("worker", s) for s in self.in_spec]
+        return [("ps", s) for s in range(self.job.ps)] + [("worker", s) for s in self.in_spec]
 
     def missing_servers(self, up: dict) -> list[str]:
         """``up/...`` keys of the servers in the spec that are not serving (yet), or unheard lately."""
@@ -329,19 +329,19 @@ class PsMaster(CoordinatorHandling, MasterCore):
         if (rc := self.process.poll()) is not None:
             self.dispatch(Event.COORDINATOR_EXITED, rc=rc)
             return
-        timeout, waited = self.job["startup_timeout"], self.clock() - self.started_at
+        timeout, waited = self.job.startup_timeout, self.clock() - self.started_at
         if not self.cluster:
             addrs = self.app.kv.get_prefix(protocol.KV_ADDR)
-            missing_ps = [s for s in range(self.job["ps"]) if protocol.kv_addr("ps", s) not in addrs]
-            present = [s for s in range(self.job["workers"]) if protocol.kv_addr("worker", s) in addrs]
-            enough = len(present) == self.job["workers"] or (
-                waited >= self.job["startup_wait"] and len(present) >= self.job["min_workers"])
+            missing_ps = [s for s in range(self.job.ps) if protocol.kv_addr("ps", s) not in addrs]
+            present = [s for s in range(self.job.workers) if protocol.kv_addr("worker", s) in addrs]
+            enough = len(present) == self.job.workers or (
+                waited >= self.job.startup_wait and len(present) >= self.job.min_workers)
             if not missing_ps and enough:
                 self.dispatch(Event.SPEC_ASSEMBLED, present=present)
             elif waited > timeout:
                 why = (f"ps:{missing_ps[0]} did not start within {timeout:.0f} s" if missing_ps else
-                       f"{len(present)} of {self.job['workers']} workers started within {timeout:.0f} s, "
-                       f"fewer than --min-workers {self.job['min_workers']}")
+                       f"{len(present)} of {self.job.workers} workers started within {timeout:.0f} s, "
+                       f"fewer than --min-workers {self.job.min_workers}")
                 self.dispatch(Event.STARTUP_LATE, why=why)
                 return
         if self.cluster and self.state == State.STARTING:
@@ -360,6 +360,6 @@ class PsMaster(CoordinatorHandling, MasterCore):
             i, addr = self.spec_index(role, slot), addrs.get(protocol.kv_addr(role, slot))
             if i is not None and addr and addr.decode() != self.cluster[role][i]:
                 moved[(role, slot)] = (i, addr.decode())
-        arrived = [s for s in range(self.job["workers"])
+        arrived = [s for s in range(self.job.workers)
                    if s not in self.in_spec and protocol.kv_addr("worker", s) in addrs]
         return {"moved": moved, "arrived": arrived} if moved or arrived else None

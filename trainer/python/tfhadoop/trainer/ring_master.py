@@ -36,6 +36,7 @@ from tfhadoop.trainer import protocol
 from tfhadoop.trainer.allreduce import HANG_ERROR
 from tfhadoop.trainer.master_core import CLUSTER_ERRORS, MasterCore
 from tfhadoop.trainer.slots import backoff_s
+from tfhadoop.trainer.spec import JobSettings
 from tfhadoop.trainer.state_table import Rule
 
 K = protocol.EventKind
@@ -107,8 +108,8 @@ class RingMaster(MasterCore):
     State = State
     services = ["worker"]
 
-    def __init__(self, app, job: dict, work: str, clock=time.monotonic, attempt: int = 1):
-        ports = {("worker", i): port for i, port in enumerate(free_ports(job["workers"]))}
+    def __init__(self, app, job: JobSettings, work: str, clock=time.monotonic, attempt: int = 1):
+        ports = {("worker", i): port for i, port in enumerate(free_ports(job.workers))}
         super().__init__(app, job, work, clock, attempt, ports)
         self.state = State.GANG
         self.gen = 0
@@ -152,11 +153,11 @@ class RingMaster(MasterCore):
             self.replace(slot, self.slots.next_attempt(role, slot), 0)
         else:
             n = self.slots.count_failure(role, slot)
-            if n > self.job["max_worker_restarts"]:
+            if n > self.job.max_worker_restarts:
                 self.events.add(K.SLOT_ABANDONED, role=role, slot=slot, workers_alive=self.workers_alive())
-                if self.workers_alive() + len(self.delayed) < self.job["min_workers"]:
+                if self.workers_alive() + len(self.delayed) < self.job.min_workers:
                     return self.fail(f"worker:{slot} lost {n} times ({c.exit_message}); fewer than --min-workers "
-                                     f"{self.job['min_workers']} left")
+                                     f"{self.job.min_workers} left")
             else:
                 self.replace(slot, n, backoff_s(n))
         if in_ring and self.state in (State.TRAINING, State.STOPPING):
@@ -178,12 +179,12 @@ class RingMaster(MasterCore):
         return State.TRAINING
 
     def on_gang_timeout(self, present: list) -> State:
-        why = (f"gang timeout: {len(present)} of {self.job['workers']} workers started within "
-               f"{self.job['gang_timeout']:.0f} s, fewer than --min-workers {self.job['min_workers']} "
-               f"(not enough resources in queue {self.job['queue']}); released the containers held")
-        self.events.add(K.GANG_TIMEOUT, workers=len(present), wanted=self.job["workers"],
-                        min_workers=self.job["min_workers"], gang_timeout=self.job["gang_timeout"],
-                        queue=self.job["queue"])
+        why = (f"gang timeout: {len(present)} of {self.job.workers} workers started within "
+               f"{self.job.gang_timeout:.0f} s, fewer than --min-workers {self.job.min_workers} "
+               f"(not enough resources in queue {self.job.queue}); released the containers held")
+        self.events.add(K.GANG_TIMEOUT, workers=len(present), wanted=self.job.workers,
+                        min_workers=self.job.min_workers, gang_timeout=self.job.gang_timeout,
+                        queue=self.job.queue)
         for cid in list(self.live.values()):
             try:
                 self.app.kill_container(cid)
@@ -211,7 +212,7 @@ class RingMaster(MasterCore):
                              yarn_container: str, contract: str, warned_at: float) -> State | None:
         """A planned shrink: the ring stops after its round (the chief checkpoints: nothing redone)
         and the next generation leaves the warned worker out, before YARN kills it mid-round."""
-        acting = bool(self.job["preemption_warnings"]) and role == "worker" and slot is not None and \
+        acting = bool(self.job.preemption_warnings) and role == "worker" and slot is not None and \
             container is not None and self.live.get((role, slot)) == container
         if acting and container:
             self.warned[container] = self.clock()
@@ -229,13 +230,13 @@ class RingMaster(MasterCore):
         """``slots`` less the live warned workers, if at least --min-workers are left (else all)."""
         warned = {self.containers[cid][1] for cid in self.warned if cid in self.live.values()}
         kept = [s for s in slots if s not in warned]
-        return kept if len(kept) >= self.job["min_workers"] else list(slots)
+        return kept if len(kept) >= self.job.min_workers else list(slots)
 
     def on_process_failed(self, slot: int, error: dict | None, rc: int) -> State:
         error = error or {"type": "unknown", "message": f"training process exited with {rc}"}
         if error["type"] == HANG_ERROR:
             self.events.add(K.TRAINING_HANG, slot=slot, gen=self.gen, process_state=error.get("process_state"),
-                            silent_s=error.get("silent_s"), round_timeout=self.job["round_timeout"],
+                            silent_s=error.get("silent_s"), round_timeout=self.job.round_timeout,
                             diagnostics=error["message"][:2000])
         else:
             self.events.add(K.TRAINING_PROCESS_FAILED, slot=slot, gen=self.gen, exit_code=rc,
@@ -244,7 +245,7 @@ class RingMaster(MasterCore):
         self.failures += 1
         if error["type"] not in RESTARTABLE or key == self.last_error:
             return self.fail(f"{error['type']}: {error['message']}")
-        if self.failures > self.job["max_coordinator_restarts"]:
+        if self.failures > self.job.max_coordinator_restarts:
             return self.fail(f"training failed {self.failures} times, last: {error['message']}")
         self.last_error = key
         self.since = self.clock()
@@ -304,22 +305,22 @@ class RingMaster(MasterCore):
         present = self.present(addrs)
         waited = self.clock() - self.since
         if self.state == State.GANG:
-            if len(present) == self.job["workers"] or (
-                    waited >= self.job["startup_wait"] and len(present) >= self.job["min_workers"]):
+            if len(present) == self.job.workers or (
+                    waited >= self.job.startup_wait and len(present) >= self.job.min_workers):
                 self.dispatch(Event.GANG_COMPLETE, slots=present)
-            elif waited > self.job["gang_timeout"]:
+            elif waited > self.job.gang_timeout:
                 self.dispatch(Event.GANG_TIMEOUT, present=present)
         elif self.state == State.REFORMING:
-            if len(present) >= self.job["min_workers"]:
+            if len(present) >= self.job.min_workers:
                 self.dispatch(Event.RING_READY, slots=self.without_warned(present))
-            elif waited > self.job["gang_timeout"]:
+            elif waited > self.job.gang_timeout:
                 self.dispatch(Event.GANG_TIMEOUT, present=present)
         else:
             self.sampler.sample(self.workers_alive())
             self.observe_exits(present)
             if self.state == State.TRAINING:
                 outside = [s for s in self.without_warned(present) if s not in self.ring_slots]
-                if outside and len(self.ring_slots) < self.job["workers"]:
+                if outside and len(self.ring_slots) < self.job.workers:
                     self.dispatch(Event.WORKER_ARRIVED, slots=outside)
             progress = self.app.kv.get(protocol.KV_PROGRESS)
             value = self.note_progress(progress)
@@ -366,5 +367,5 @@ class RingMaster(MasterCore):
 
     def launch(self) -> None:
         self.since = self.clock()
-        for slot in range(self.job["workers"]):
+        for slot in range(self.job.workers):
             self.start(slot)

@@ -10,10 +10,11 @@ from dataclasses import MISSING, Field, dataclass, field, fields
 from typing import Any
 
 from tfhadoop.errors import CommandError
+from tfhadoop.trainer import protocol
 
 # A checkpoint costs an upload of the model from the parameter servers to HDFS (seconds on a busy
-# cluster): taking one per wave made the coordinator spend most of its time checkpointing
-# (BENCHMARKS.md); a time interval bounds the work redone after a PS loss instead.
+# cluster): taking one every few tasks made the coordinator spend most of its time checkpointing
+# (docs/benchmark-history.md); a time interval bounds the work redone after a PS loss instead.
 DEFAULT_CHECKPOINT_SECS = 60
 MAX_AM_ATTEMPTS = 2  # YARN caps it by yarn.resourcemanager.am.max-attempts (default 2)
 STRATEGIES = ("ps", "allreduce")  # --strategy: docs/design/trainer.md
@@ -21,10 +22,11 @@ STRATEGIES = ("ps", "allreduce")  # --strategy: docs/design/trainer.md
 # kills and restarts it (protocol.PHASES; a phase not named here has no limit). "training" counts
 # from the last completed closure, and not while no worker is alive (waiting for --min-workers).
 # An evaluation or an HDFS outage waited out (hdfs.RETRY_BUDGET_S) is long, not hung.
-DEFAULT_PHASE_TIMEOUTS = {"connecting": 600, "training": 600, "checkpointing": 600, "hdfs_retry": 600,
-                          "evaluating": 7200, "exporting": 1800}
+DEFAULT_PHASE_TIMEOUTS = {protocol.PHASE_CONNECTING: 600, protocol.PHASE_TRAINING: 600,
+                          protocol.PHASE_CHECKPOINTING: 600, protocol.PHASE_HDFS_RETRY: 600,
+                          protocol.PHASE_EVALUATING: 7200, protocol.PHASE_EXPORTING: 1800}
 # Settings that no longer exist: a spec that still names one is refused with the reason.
-REMOVED = {"checkpoint_tasks": "unused since the coordinator schedules no waves (2 tasks per worker in flight)"}
+REMOVED = {"checkpoint_tasks": "unused: the coordinator keeps 2 tasks per worker in flight and checkpoints by steps or seconds"}
 
 
 def setting(default=MISSING, help: str = "", *, factory=None, flag_type=None) -> Any:
@@ -193,8 +195,14 @@ class JobSettings(JobSpec):
                                f"version?)")
         return JobSpec(**data).validate()
 
+    @property
+    def phase_limits(self) -> dict[str, float]:
+        """``phase_timeouts`` as ``validate()`` resolved it (a spec may give a string): seconds per phase."""
+        assert isinstance(self.phase_timeouts, dict)
+        return self.phase_timeouts
+
     @classmethod
-    def load(cls, path: str = "job.json") -> JobSettings:
+    def load(cls, path: str = protocol.JOB_FILE) -> JobSettings:
         """The settings a container was started with (``job.json`` in its working directory)."""
         import json
 

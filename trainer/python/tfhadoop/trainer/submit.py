@@ -37,8 +37,7 @@ def pack_python_path(entries: list, folder: str) -> dict:
 
 
 def _env(job: JobSettings, code: dict) -> dict:
-    env = {"TF_USE_LEGACY_KERAS": "1", "GRPC_FAIL_FAST": "use_caller", "TF_CPP_MIN_LOG_LEVEL": "1",
-           "PYTHONUNBUFFERED": "1",
+    env = {**protocol.TF_ENVIRONMENT, "PYTHONUNBUFFERED": "1",
            # our processes start children only by exec (children.py), never fork and go on using gRPC
            "GRPC_ENABLE_FORK_SUPPORT": "0"}
     paths = [f"./{name}" for name in code] + [p for p in os.environ.get("PYTHONPATH", "").split(":") if p]

@@ -202,8 +202,7 @@ def _first_batch(manifest, split, n: int) -> list:
 
 def check_model(job, manifest) -> None:
     """Import, build, match inputs to features, one forward pass and loss on a small batch."""
-    os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    protocol.tf_environment()
     build = _import_model(job)
     import tensorflow as tf
 

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
 from tfhadoop.trainer import protocol
 from tfhadoop.trainer.event_log import EventLog
 from tfhadoop.trainer.slots import Slots
+from tfhadoop.trainer.spec import JobSettings
 
 # A warned container still running this long after its warning was spared (YARN found the resources
 # elsewhere, or the other application ended): it gets work again (``preemption_withdrawn``).
@@ -24,7 +25,7 @@ class HeartbeatWatchdog:
     """When each live container's heartbeat (``hb/<role>/<slot>``) last changed, by the master's
     clock (the roles' clocks are never compared), and which have been silent for ``hang_timeout`` s."""
 
-    def __init__(self, app, slots: Slots, job: Mapping, clock: Callable[[], float]):
+    def __init__(self, app, slots: Slots, job: JobSettings, clock: Callable[[], float]):
         self.app, self.slots, self.job, self.clock = app, slots, job, clock
         self.beats: dict[str, tuple[bytes, float]] = {}  # container -> (last heartbeat, when it changed)
 
@@ -33,12 +34,12 @@ class HeartbeatWatchdog:
         data of the master's HEARTBEAT_STALE. A container counts from its first beat: before that,
         ``startup_timeout`` covers it."""
         self.note(self.app.kv.get_prefix(protocol.KV_HEARTBEAT))
-        if not self.job["hang_timeout"]:
+        if not self.job.hang_timeout:
             return []
         out = []
         for (role, slot), cid in sorted(self.slots.live.items()):
             silent = self.silent_for(role, slot)
-            if cid not in self.slots.hung and silent > self.job["hang_timeout"]:
+            if cid not in self.slots.hung and silent > self.job.hang_timeout:
                 out.append({"role": role, "slot": slot, "container": cid, "silent_s": silent})
         return out
 
@@ -66,7 +67,7 @@ class HeartbeatWatchdog:
         """``hang_detected``, then kill the container: its loss follows and replaces it (counted)."""
         self.slots.hung.add(container)
         events.add(protocol.EventKind.HANG_DETECTED, role=role, slot=slot, container=container,
-                   silent_s=round(silent_s, 1), hang_timeout=self.job["hang_timeout"])
+                   silent_s=round(silent_s, 1), hang_timeout=self.job.hang_timeout)
         self.slots.kill(container)
 
 
@@ -141,7 +142,7 @@ class CoordinatorWatchdog:
     a new ``beat`` and a new ``(phase, mark)``, by the master's clock; ``watch`` starts judging the
     coordinator just given the spec (an older report is not its own)."""
 
-    def __init__(self, app, slots: Slots, heartbeats: HeartbeatWatchdog, job: Mapping, clock: Callable[[], float]):
+    def __init__(self, app, slots: Slots, heartbeats: HeartbeatWatchdog, job: JobSettings, clock: Callable[[], float]):
         self.app, self.slots, self.heartbeats, self.job, self.clock = app, slots, heartbeats, job, clock
         self.seen: dict | None = None
 
@@ -183,10 +184,10 @@ class CoordinatorWatchdog:
         if self.servers_quiet():
             seen["beat_at"] = now
         silent, in_phase = now - seen["beat_at"], now - seen["mark_at"]
-        limit = self.job["phase_timeouts"].get(seen["phase"])
+        limit = self.job.phase_limits.get(seen["phase"])
         data = {"phase": seen["phase"], "silent_s": silent, "in_phase_s": in_phase}
-        if seen["beat"] is not None and self.job["hang_timeout"] and silent > self.job["hang_timeout"]:
-            return {**data, "reason": "silent", "limit_s": self.job["hang_timeout"]}
+        if seen["beat"] is not None and self.job.hang_timeout and silent > self.job.hang_timeout:
+            return {**data, "reason": "silent", "limit_s": self.job.hang_timeout}
         if limit and in_phase > limit:
             return {**data, "reason": "stuck", "limit_s": limit}
         return None
