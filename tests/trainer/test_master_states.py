@@ -267,6 +267,28 @@ def test_all_workers_preempted_at_once_are_replaced_and_training_waits_for_them(
 LOST_NODE = "Container released on a *lost* node"  # YARN's diagnostics for exit status -100
 
 
+def test_a_replacement_is_alive_only_once_its_container_runs(master):
+    """``workers_alive`` (the progress line, `status`, the job page's samples, events) counts the
+    workers whose container runs: a replacement YARN has not started yet (waiting for resources)
+    is not alive, though the job counts on it (--min-workers decisions)."""
+    from tfhadoop.trainer.protocol import KV_WORKERS_ALIVE
+
+    bring_up(master)
+    assert master.app.kv[KV_WORKERS_ALIVE] == b"2"
+    c = next(c for c in master.app.containers if c.id == master.live[("worker", 1)])
+    c.exit_message = "Container preempted by scheduler"
+    master.app.lose(c.id)
+    master.step()  # lost; its replacement requested
+    replacement = master.app.containers[-1]
+    assert master.live[("worker", 1)] == replacement.id
+    replacement.state = "REQUESTED"  # no resources for it yet
+    master.step()
+    assert master.app.kv[KV_WORKERS_ALIVE] == b"1" and master.workers_alive() == 1 and master.workers_held() == 2
+    replacement.state = "RUNNING"
+    master.step()
+    assert master.app.kv[KV_WORKERS_ALIVE] == b"2"
+
+
 def test_containers_of_a_lost_node_are_replaced_elsewhere_and_not_counted(master):
     """Rows 3 and 7: the node holding the PS and worker 1 is lost (YARN: -100). Neither loss is the
     slot's failure; the coordinator is stopped (the PS's variables are gone), both are replaced,

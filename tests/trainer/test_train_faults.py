@@ -380,7 +380,7 @@ def test_every_worker_preempted_at_once_the_job_waits_then_trains_on(hadoop_clus
             before = json.loads(kv["progress"].decode())
             time.sleep(12)  # no worker: the job waits
             during = json.loads(kv["progress"].decode())
-            assert kv["workers_alive"] == b"2"  # both replacements requested, neither running
+            assert kv["workers_alive"] == b"0"  # both replacements requested, neither running: none alive
             urgent.shutdown()
             urgent = None
             t_back = time.time()

@@ -75,7 +75,12 @@ class MasterCore(TableMachine):
         return self.preemption.warned
 
     def workers_alive(self) -> int:
+        """Workers whose container runs (shown to users: samples, events)."""
         return self.slots.workers_alive()
+
+    def workers_held(self) -> int:
+        """Worker slots with a container, running or requested (what decisions count on)."""
+        return self.slots.workers_held()
 
     def stop_coordinator(self) -> None:
         """Stop the coordinator process, if the strategy has one (``master.main`` calls it on every master)."""
@@ -119,6 +124,7 @@ class MasterCore(TableMachine):
             if not self.done:
                 self.dispatch(E["PREEMPTION_WARNED"], **warning)
         self.preemption.forget_spared()
+        self.slots.publish_alive()  # a requested container that began running since
         self.events.flush()
 
     def ends_of_itself(self) -> bool:

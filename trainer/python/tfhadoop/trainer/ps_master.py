@@ -189,10 +189,9 @@ class PsMaster(CoordinatorHandling, MasterCore):
         n = self.slots.count_failure(role, slot)
         limit = (self.job.max_worker_restarts if role == "worker" else self.job.max_ps_restarts)
         if n > limit:
-            alive = self.workers_alive()
-            if role == "ps" or alive < self.job.min_workers:
+            if role == "ps" or self.workers_held() < self.job.min_workers:
                 return self.fail(f"{role}:{slot} lost {n} times ({c.exit_message})")
-            self.events.add(K.SLOT_ABANDONED, role=role, slot=slot, workers_alive=alive)
+            self.events.add(K.SLOT_ABANDONED, role=role, slot=slot, workers_alive=self.workers_alive())
             self.abandoned.add(slot)
             return None
         from tfhadoop.trainer.slots import backoff_s

@@ -155,7 +155,7 @@ class RingMaster(MasterCore):
             n = self.slots.count_failure(role, slot)
             if n > self.job.max_worker_restarts:
                 self.events.add(K.SLOT_ABANDONED, role=role, slot=slot, workers_alive=self.workers_alive())
-                if self.workers_alive() + len(self.delayed) < self.job.min_workers:
+                if self.workers_held() + len(self.delayed) < self.job.min_workers:
                     return self.fail(f"worker:{slot} lost {n} times ({c.exit_message}); fewer than --min-workers "
                                      f"{self.job.min_workers} left")
             else:

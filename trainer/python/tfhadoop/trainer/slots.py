@@ -68,12 +68,25 @@ class Slots:
         self.delayed: dict[tuple[str, int], float] = {}  # replacements waiting out a backoff -> due time
         self.replacing: set[tuple[str, int]] = set()  # replacements whose server is not up yet
         self.hung: set[str] = set()  # containers killed because their heartbeat stopped
+        self.published_alive: int | None = None
 
-    def workers_alive(self) -> int:
+    def workers_held(self) -> int:
+        """Worker slots with a container, running or only requested: what the job can count on
+        (decisions such as --min-workers)."""
         return sum(1 for r, _ in self.live if r == "worker")
 
+    def workers_alive(self) -> int:
+        """Workers whose container YARN runs: what users are shown (a replacement that waits for
+        resources is not alive)."""
+        running = {c.id for c in self.app.get_containers(services=["worker"], states=["RUNNING"])}
+        return sum(1 for (role, _), cid in self.live.items() if role == "worker" and cid in running)
+
     def publish_alive(self) -> None:
-        self.app.kv[protocol.KV_WORKERS_ALIVE] = str(self.workers_alive()).encode()
+        """``workers_alive`` in the key-value store (the progress line, ``status``), when it changed."""
+        alive = self.workers_alive()
+        if alive != self.published_alive:
+            self.app.kv[protocol.KV_WORKERS_ALIVE] = str(alive).encode()
+            self.published_alive = alive
 
     def start(self, role: str, slot: int) -> None:
         """Request the slot's container, with its slot and port (the role binds that port)."""
