@@ -64,8 +64,8 @@ def pytest_addoption(parser):
     parser.addoption(
         "--cluster-stream", choices=("all", "session", "other"), default="all",
         help="run only the tests that use the session's embedded cluster (session), or only the "
-             "others: unit tests and tests that start clusters of their own (other). `make test` "
-             "runs the two side by side (tools/test-streams): the first mostly waits on YARN.")
+             "others: unit tests and tests that start clusters of their own (other). "
+             "`make test TEST_STREAMS=1` runs the two side by side (tools/test-streams).")
 
 
 def pytest_collection_modifyitems(config, items):
