@@ -134,6 +134,11 @@ class ManualClock:
         return self.now
 
 
+def beat(master, role, slot, n):
+    """The role's heartbeat thread bumping its key (as trainer/python/tfhadoop/trainer/role.py does)."""
+    master.app.kv[f"hb/{role}/{slot}"] = f"{master.live[(role, slot)]} {n}".encode()
+
+
 def manual_clock(master):
     """Give ``master`` a clock the test moves: ``now[0]`` is the time it reads."""
     now = [0.0]
