@@ -58,9 +58,18 @@ def test_a_warned_worker_gets_no_new_work_and_a_checkpoint_due_soon_is_asked_for
     master.step()
     lost = _event(master, "container_lost")[-1]
     assert lost["preempted"] and lost["warned_s"] == 9.0
-    assert _file(master, protocol.AVOID_WORKERS_FILE) == []  # TensorFlow waits for its replacement as before
     assert event_kinds(master)[-2:] == ["container_lost", "replacement_requested"]
     assert "coordinator_failed" not in event_kinds(master) and master.state.value == "training"
+    # YARN reports a preempted container lost before its NodeManager kills the process: the task
+    # stays avoided until the replacement serves, so no closure starts on the old process meanwhile
+    assert _file(master, protocol.AVOID_WORKERS_FILE) == [1]
+    master.step()
+    assert _file(master, protocol.AVOID_WORKERS_FILE) == [1]
+    master.app.serve("worker", 1, "h:11")  # the replacement, where the spec has it
+    master.step()
+    assert "replacement_up" in event_kinds(master)
+    master.step()  # the round after
+    assert _file(master, protocol.AVOID_WORKERS_FILE) == []  # TensorFlow dispatches to the replacement
 
 
 def test_when_every_live_worker_is_warned_none_is_avoided(master):

@@ -36,6 +36,14 @@ def _run(hadoop_cluster, dataset, epochs: int, warnings: bool, checkpoint_secs: 
     return run
 
 
+def _timeline(hadoop_cluster, run, metrics, events) -> str:
+    """What a failed redone-steps assertion shows: the preemption report, the events from the warning
+    on and the coordinator's log lines (when its closures ran relative to the warning)."""
+    first = next((i for i, e in enumerate(events) if e["event"] == "preemption_warned"), 0)
+    return (f"redone {metrics['redone_steps']}, preemption {metrics['preemption']}\n"
+            + "\n".join(str(e) for e in events[first:first + 12]) + "\n" + jobs.diagnosis(hadoop_cluster, run)[-6000:])
+
+
 @pytest.mark.parametrize("warnings, checkpoint_secs", [(True, 600), (False, 600), (True, 15)],
                          ids=["warnings", "no-warnings", "warnings-checkpoint-due"])
 def test_a_warned_worker_gets_no_new_work_before_yarn_takes_it(hadoop_cluster, busy_dataset, warnings,
@@ -65,7 +73,7 @@ def test_a_warned_worker_gets_no_new_work_before_yarn_takes_it(hadoop_cluster, b
         # no closure was handed to it from the warning until it was gone
         assert periods[0]["dispatched"] == 0 and periods[0]["from"] <= lost[0]["time"], (periods, lost)
         assert periods[0]["to"] is None or periods[0]["to"] >= lost[0]["time"], (periods, lost)
-        assert redone == 0, metrics  # its closures finished before the kill: nothing ran twice
+        assert redone == 0, _timeline(hadoop_cluster, run, metrics, events)  # its closures finished before the kill
         (request,) = report["checkpoints"]
         assert request["reason"] == "worker" and request["taken"] is (checkpoint_secs <= 15), report
     else:

@@ -171,13 +171,17 @@ class CoordinatorHandling:
         """The task indexes of the live warned workers, for the coordinator (written only when they
         changed): it hands them no new closure. Not when every live worker is warned: then nothing
         would train until YARN's kill (or its sparing), which costs more than the closures in
-        flight redone elsewhere."""
-        tasks = sorted(i for cid in self.preemption.warned if cid in self.containers
-                       for role, slot in [self.containers[cid]]
-                       if role == "worker" and self.live.get((role, slot)) == cid
-                       for i in [self.spec_index(role, slot)] if i is not None)
-        if len(tasks) >= self.workers_alive():
-            tasks = []
+        flight redone elsewhere. A warned worker that was lost stays avoided until its replacement
+        serves (``PreemptionWarnings.departed_workers``)."""
+        warned = [i for cid in self.preemption.warned if cid in self.containers
+                  for role, slot in [self.containers[cid]]
+                  if role == "worker" and self.live.get((role, slot)) == cid
+                  for i in [self.spec_index(role, slot)] if i is not None]
+        if len(warned) >= self.workers_alive():
+            warned = []
+        departed = [i for role, slot in self.preemption.departed_workers()
+                    for i in [self.spec_index(role, slot)] if i is not None]
+        tasks = sorted(set(warned) | set(departed))
         if tasks != self.avoiding:
             self.process.avoid(tasks)
             self.avoiding = tasks

@@ -80,6 +80,8 @@ class PreemptionWarnings:
     def __init__(self, app, slots: Slots, events: EventLog, work: str, clock: Callable[[], float]):
         self.app, self.slots, self.events, self.work, self.clock = app, slots, events, work, clock
         self.warned: dict[str, float] = {}
+        # worker slots whose warned container went and whose replacement does not serve yet
+        self.departed: set[tuple[str, int]] = set()
         self.read_bytes = 0  # of PREEMPTION_WARNINGS_FILE
 
     def read(self) -> list[dict]:
@@ -131,7 +133,22 @@ class PreemptionWarnings:
     def note_loss(self, cid: str) -> dict:
         """For the container_lost event: how long after its warning a warned container went."""
         at = self.warned.pop(cid, None)
-        return {} if at is None else {"warned_s": round(self.clock() - at, 1)}
+        if at is None:
+            return {}
+        role, slot = self.slots.containers[cid]
+        if role == "worker":
+            self.departed.add((role, slot))
+        return {"warned_s": round(self.clock() - at, 1)}
+
+    def departed_workers(self) -> list[tuple[str, int]]:
+        """Warned workers that YARN reported lost and whose replacement does not serve yet. Their
+        task stays avoided until then: the ResourceManager reports a preempted container completed
+        before its NodeManager has killed the process, so a closure handed to that task at once
+        could still start on the old process and be cut off mid-way (steps applied, then redone)."""
+        for key in sorted(self.departed):
+            if key in self.slots.live and key not in self.slots.replacing and key not in self.slots.delayed:
+                self.departed.discard(key)  # its replacement serves
+        return sorted(self.departed)
 
     def live_warned_slots(self) -> set[int]:
         return {self.slots.containers[cid][1] for cid in self.warned if cid in self.slots.live.values()}
