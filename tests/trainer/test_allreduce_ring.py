@@ -9,6 +9,7 @@ import pytest
 
 from tests.trainer.fakes import RING_JOB, FakeApp, ManualClock, event_kinds, settings
 from tfhadoop.errors import CommandError
+from tfhadoop.trainer import protocol
 from tfhadoop.trainer.allreduce import cut_round, plan_rounds, round_steps
 from tfhadoop.trainer.job import JobSpec
 from tfhadoop.trainer.protocol import STOP_EXIT
@@ -179,7 +180,7 @@ def test_a_hung_training_process_restarts_its_generation_at_once(make_ring):
     """A supervisor killed its training process for making no progress (``TrainingHang``): no
     grace for a container loss (none will come), the same members form the next generation, and
     the first round of that one says how many steps were redone since the checkpoint."""
-    from tfhadoop.trainer.allreduce import HANG_ERROR
+    HANG_ERROR = protocol.RING_HANG_ERROR
 
     ring = make_ring(round_timeout=30)
     _formed(ring)
@@ -253,10 +254,11 @@ def test_supervisor_kills_a_training_process_that_makes_no_progress(tmp_path, mo
     import signal
     import time
 
-    from tfhadoop.trainer import allreduce
-    from tfhadoop.trainer.allreduce import HANG_ERROR, Supervisor
+    from tfhadoop.trainer import ring_member
+    from tfhadoop.trainer.ring_member import Supervisor
 
-    monkeypatch.setattr(allreduce, "WAITING_GRACE_S", 1.0)
+    HANG_ERROR = protocol.RING_HANG_ERROR
+    monkeypatch.setattr(ring_member, "WAITING_GRACE_S", 1.0)
     sup = Supervisor(_App(), 3, "h:1", round_timeout=1.0, work=str(tmp_path))
     sup.gen, sup.child, sup.child_started = 1, _child(tmp_path, beat=True), time.time()
     try:

@@ -75,6 +75,19 @@ PHASES = (PHASE_STARTING, PHASE_CONNECTING, PHASE_TRAINING, PHASE_CHECKPOINTING,
 KV_RING = "ring"  # {"gen": g, "worker": [host:port, ...], "slots": [...]}: the ring generation to train in
 KV_RING_STOP = "ring_stop"  # g: the ring of generation g checkpoints after its current round and exits 75
 KV_RING_EXIT = "ring_exit/"  # ring_exit/<slot>: {"gen", "rc", "error"} of the slot's last training process
+RING_HANG_ERROR = "TrainingHang"  # the error type of a training process its supervisor killed for making no progress
+
+
+def ring_beat_file(gen: int) -> str:
+    """In a ring member's working directory: touched by generation ``gen``'s training process
+    whenever it makes progress (ring_member.Supervisor watches it)."""
+    return f"beat-{gen}"
+
+
+def ring_error_file(gen: int) -> str:
+    """In a ring member's working directory: {"type", "message", "traceback"} of generation
+    ``gen``'s training process that failed."""
+    return f"error-{gen}.json"
 
 # -- YARN's preemption warnings (yarn/am-agent, watchdogs.PreemptionWarnings) ------------------------
 # The Java agent (jars/AM_AGENT_JAR, shipped in the master's files) runs in Skein's application

@@ -33,7 +33,6 @@ import time
 
 from tfhadoop.ports import free_ports
 from tfhadoop.trainer import protocol
-from tfhadoop.trainer.allreduce import HANG_ERROR
 from tfhadoop.trainer.master_core import CLUSTER_ERRORS, MasterCore
 from tfhadoop.trainer.slots import backoff_s
 from tfhadoop.trainer.spec import JobSettings
@@ -41,7 +40,7 @@ from tfhadoop.trainer.state_table import Rule
 
 K = protocol.EventKind
 EXIT_GRACE_S = 15  # a training process's cluster error waits this long for the container loss behind it
-RESTARTABLE = (*CLUSTER_ERRORS, HANG_ERROR)  # errors of a training process that restart its generation
+RESTARTABLE = (*CLUSTER_ERRORS, protocol.RING_HANG_ERROR)  # errors of a training process that restart its generation
 
 
 class State(str, enum.Enum):
@@ -234,7 +233,7 @@ class RingMaster(MasterCore):
 
     def on_process_failed(self, slot: int, error: dict | None, rc: int) -> State:
         error = error or {"type": "unknown", "message": f"training process exited with {rc}"}
-        if error["type"] == HANG_ERROR:
+        if error["type"] == protocol.RING_HANG_ERROR:
             self.events.add(K.TRAINING_HANG, slot=slot, gen=self.gen, process_state=error.get("process_state"),
                             silent_s=error.get("silent_s"), round_timeout=self.job.round_timeout,
                             diagnostics=error["message"][:2000])

@@ -83,7 +83,7 @@ def application_spec(job: JobSettings, manifest, job_file: str, code: dict | Non
     role = f"{job.python} -m tfhadoop.trainer.role"
     worker_files = {}
     if job.strategy == "allreduce":  # the workers train themselves: each reads the job spec
-        role = f"{job.python} -m tfhadoop.trainer.allreduce"
+        role = f"{job.python} -m tfhadoop.trainer.ring_member"
         worker_files = {protocol.JOB_FILE: skein.File(source=job_file, type="file")}
     # A packed environment is unpacked by YARN into ./env of every container (one download per node).
     packed = {"env": skein.File(source=job.python_archive, type="archive")} if job.python_archive else {}
