@@ -284,6 +284,18 @@ def test_a_replacement_is_alive_only_once_its_container_runs(master):
     assert master.app.kv[KV_WORKERS_ALIVE] == b"2"
 
 
+def test_the_master_asks_yarn_which_workers_run_once_a_round(master, monkeypatch):
+    """The samples, the alive count and the avoided workers all need it; one query serves them."""
+    bring_up(master)
+    calls = []
+    real = master.app.get_containers
+    monkeypatch.setattr(master.app, "get_containers",
+                        lambda services=None, states=None: calls.append(states) or real(services, states))
+    for _ in range(3):
+        master.step()
+    assert calls.count(["RUNNING"]) == 3, calls
+
+
 def test_containers_of_a_lost_node_are_replaced_elsewhere_and_not_counted(master):
     """Rows 3 and 7: the node holding the PS and worker 1 is lost (YARN: -100). Neither loss is the
     slot's failure; the coordinator is stopped (the PS's variables are gone), both are replaced,

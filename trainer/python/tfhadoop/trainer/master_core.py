@@ -108,6 +108,7 @@ class MasterCore(TableMachine):
         """Containers ended, stale heartbeats, due replacements, preemption warnings (and the
         warnings withdrawn), and the event lines HDFS refused so far, retried each round."""
         E = self.Event
+        self.slots.begin_round()
         for c in self.slots.ended(self.services):
             if self.done:
                 break

@@ -69,6 +69,11 @@ class Slots:
         self.replacing: set[tuple[str, int]] = set()  # replacements whose server is not up yet
         self.hung: set[str] = set()  # containers killed because their heartbeat stopped
         self.published_alive: int | None = None
+        self.running: set[str] | None = None  # worker containers YARN runs, asked once a round
+
+    def begin_round(self) -> None:
+        """A new round of the master's observations: ask YARN again which containers run."""
+        self.running = None
 
     def workers_held(self) -> int:
         """Worker slots with a container, running or only requested: what the job can count on
@@ -78,8 +83,9 @@ class Slots:
     def workers_alive(self) -> int:
         """Workers whose container YARN runs: what users are shown (a replacement that waits for
         resources is not alive)."""
-        running = {c.id for c in self.app.get_containers(services=["worker"], states=["RUNNING"])}
-        return sum(1 for (role, _), cid in self.live.items() if role == "worker" and cid in running)
+        if self.running is None:
+            self.running = {c.id for c in self.app.get_containers(services=["worker"], states=["RUNNING"])}
+        return sum(1 for (role, _), cid in self.live.items() if role == "worker" and cid in self.running)
 
     def publish_alive(self) -> None:
         """``workers_alive`` in the key-value store (the progress line, ``status``), when it changed."""
