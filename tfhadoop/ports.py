@@ -28,6 +28,17 @@ def free_ports(count: int, host: str = "") -> list[int]:
             s.close()
 
 
+def answers(address: str, timeout: float = 0.3) -> bool:
+    """Whether a process accepts connections at ``host:port`` now (refused, unreachable or no
+    answer within ``timeout``: no)."""
+    host, _, port = address.rpartition(":")
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout):
+            return True
+    except (OSError, ValueError):
+        return False
+
+
 def port_is_free(port: int, host: str = "") -> bool:
     """Whether ``port`` can be bound on ``host`` the way servers bind it: with SO_REUSEADDR, so
     closed connections of a stopped server in TIME_WAIT do not count, a listening socket does."""

@@ -60,16 +60,34 @@ def test_a_warned_worker_gets_no_new_work_and_a_checkpoint_due_soon_is_asked_for
     assert lost["preempted"] and lost["warned_s"] == 9.0
     assert event_kinds(master)[-2:] == ["container_lost", "replacement_requested"]
     assert "coordinator_failed" not in event_kinds(master) and master.state.value == "training"
-    # YARN reports a preempted container lost before its NodeManager kills the process: the task
-    # stays avoided until the replacement serves, so no closure starts on the old process meanwhile
-    assert _file(master, protocol.AVOID_WORKERS_FILE) == [1]
+    assert _file(master, protocol.AVOID_WORKERS_FILE) == []  # TensorFlow waits for its replacement as before
+
+
+@pytest.mark.parametrize("until", ["old_process_ends", "replacement_serves"])
+def test_a_lost_warned_worker_stays_avoided_while_its_old_process_answers(master, until):
+    """YARN reports a preempted container lost before its NodeManager has killed the process: its
+    task stays avoided while the old address still answers, so no closure starts on the old
+    process meanwhile (to be cut off mid-way, its steps redone), and no longer than its
+    replacement takes to serve."""
+    answering = {"h:11"}
+    master.answers = lambda address: address in answering
+    bring_up(master)
+    _warn(master, "y-worker_1")
     master.step()
-    assert _file(master, protocol.AVOID_WORKERS_FILE) == [1]
-    master.app.serve("worker", 1, "h:11")  # the replacement, where the spec has it
+    master.app.lose("worker_1")
     master.step()
-    assert "replacement_up" in event_kinds(master)
-    master.step()  # the round after
-    assert _file(master, protocol.AVOID_WORKERS_FILE) == []  # TensorFlow dispatches to the replacement
+    assert event_kinds(master)[-2:] == ["container_lost", "replacement_requested"]
+    for _ in range(2):
+        assert _file(master, protocol.AVOID_WORKERS_FILE) == [1]
+        master.step()
+    if until == "old_process_ends":
+        answering.clear()
+    else:
+        master.app.serve("worker", 1, "h:11")  # the replacement, where the spec has it
+        master.step()
+        assert "replacement_up" in event_kinds(master)
+    master.step()
+    assert _file(master, protocol.AVOID_WORKERS_FILE) == []
 
 
 def test_when_every_live_worker_is_warned_none_is_avoided(master):

@@ -11,6 +11,7 @@ import subprocess
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from tfhadoop.ports import answers
 from tfhadoop.trainer import protocol
 from tfhadoop.trainer.master_core import CLUSTER_ERRORS
 
@@ -75,6 +76,7 @@ class CoordinatorHandling:
         self.first_progress_seen = True
         self.rescale_pending = False
         self.avoiding: list[int] | None = None  # the task indexes last written to AVOID_WORKERS_FILE
+        self.answers: Callable[[str], bool] = answers  # whether a process accepts connections at an address
 
     @property
     def coordinator(self) -> subprocess.Popen | None:
@@ -171,16 +173,22 @@ class CoordinatorHandling:
         """The task indexes of the live warned workers, for the coordinator (written only when they
         changed): it hands them no new closure. Not when every live worker is warned: then nothing
         would train until YARN's kill (or its sparing), which costs more than the closures in
-        flight redone elsewhere. A warned worker that was lost stays avoided until its replacement
-        serves (``PreemptionWarnings.departed_workers``)."""
+        flight redone elsewhere. A warned worker YARN reported lost stays avoided while its old
+        address still answers (``PreemptionWarnings.departed_workers``)."""
         warned = [i for cid in self.preemption.warned if cid in self.containers
                   for role, slot in [self.containers[cid]]
                   if role == "worker" and self.live.get((role, slot)) == cid
                   for i in [self.spec_index(role, slot)] if i is not None]
         if len(warned) >= self.workers_alive():
             warned = []
-        departed = [i for role, slot in self.preemption.departed_workers()
-                    for i in [self.spec_index(role, slot)] if i is not None]
+        departed = []
+        for role, slot in self.preemption.departed_workers():
+            i = self.spec_index(role, slot)
+            given = self.given["worker"] if self.given else []
+            if i is not None and i < len(given) and self.answers(given[i]):
+                departed.append(i)  # its old process still runs
+            else:  # gone: a closure for it fails at once, and TensorFlow waits for its replacement
+                self.preemption.forget_departed((role, slot))
         tasks = sorted(set(warned) | set(departed))
         if tasks != self.avoiding:
             self.process.avoid(tasks)

@@ -141,14 +141,18 @@ class PreemptionWarnings:
         return {"warned_s": round(self.clock() - at, 1)}
 
     def departed_workers(self) -> list[tuple[str, int]]:
-        """Warned workers that YARN reported lost and whose replacement does not serve yet. Their
-        task stays avoided until then: the ResourceManager reports a preempted container completed
-        before its NodeManager has killed the process, so a closure handed to that task at once
-        could still start on the old process and be cut off mid-way (steps applied, then redone)."""
+        """Warned workers that YARN reported lost, whose old process may still run: the
+        ResourceManager reports a preempted container completed before its NodeManager has killed
+        the process, so a closure handed to that task at once could start on the old process and
+        be cut off mid-way (steps applied, then redone). The master keeps such a task avoided
+        until its old address stops answering (``forget_departed``) or its replacement serves."""
         for key in sorted(self.departed):
             if key in self.slots.live and key not in self.slots.replacing and key not in self.slots.delayed:
                 self.departed.discard(key)  # its replacement serves
         return sorted(self.departed)
+
+    def forget_departed(self, key: tuple[str, int]) -> None:
+        self.departed.discard(key)
 
     def live_warned_slots(self) -> set[int]:
         return {self.slots.containers[cid][1] for cid in self.warned if cid in self.slots.live.values()}
