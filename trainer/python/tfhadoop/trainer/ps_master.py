@@ -122,7 +122,7 @@ TRANSITIONS: dict[Event, Rule] = {
                                    "repeated error or more than max_coordinator_restarts: FAILED"),
     Event.PREEMPTION_WARNED: Rule(ALIVE, frozenset(),
                                   "event preemption_warned; unless --no-preemption-warnings: a worker gets no new "
-                                  "closure until it is lost (avoid_workers.json; spared after 60 s: "
+                                  "closure until it is lost and its old address answers no more (avoid_workers.json; spared after 60 s: "
                                   "preemption_withdrawn; none avoided while every live worker is warned) and a "
                                   "checkpoint due within 15 s is taken now; a PS: a checkpoint now "
                                   "(checkpoint_soon.json)", stay=True),
