@@ -102,6 +102,24 @@ def test_when_every_live_worker_is_warned_none_is_avoided(master):
     assert _file(master, protocol.AVOID_WORKERS_FILE) == []
 
 
+def test_when_every_worker_is_lost_at_once_none_stays_avoided(master):
+    """No other worker to steer the work to: TensorFlow sees the failures and waits for the
+    replacements, as without warnings (holding its threads back instead hung the coordinator)."""
+    master.answers = lambda address: True  # both old processes still there
+    bring_up(master)
+    _warn(master, "y-worker_0")
+    _warn(master, "y-worker_1")
+    master.step()
+    master.app.lose("worker_0")
+    master.app.lose("worker_1")
+    master.step()
+    assert event_kinds(master).count("container_lost") == 2
+    for c in master.app.containers[-2:]:  # the replacements wait for resources
+        c.state = "REQUESTED"
+    master.step()
+    assert master.workers_alive() == 0 and _file(master, protocol.AVOID_WORKERS_FILE) == []
+
+
 def test_the_task_index_follows_the_spec_not_the_slot(master):
     bring_up(master, workers=(1,))  # worker 1 came first: task 0
     master.app.serve("worker", 0, "h:10")

@@ -174,13 +174,12 @@ class CoordinatorHandling:
         changed): it hands them no new closure. Not when every live worker is warned: then nothing
         would train until YARN's kill (or its sparing), which costs more than the closures in
         flight redone elsewhere. A warned worker YARN reported lost stays avoided while its old
-        address still answers (``PreemptionWarnings.departed_workers``)."""
+        address still answers (``PreemptionWarnings.departed_workers``), unless no other worker runs
+        (every worker preempted at once: TensorFlow then sees the failures and waits, as before)."""
         warned = [i for cid in self.preemption.warned if cid in self.containers
                   for role, slot in [self.containers[cid]]
                   if role == "worker" and self.live.get((role, slot)) == cid
                   for i in [self.spec_index(role, slot)] if i is not None]
-        if len(warned) >= self.workers_alive():
-            warned = []
         departed = []
         for role, slot in self.preemption.departed_workers():
             i = self.spec_index(role, slot)
@@ -190,6 +189,8 @@ class CoordinatorHandling:
             else:  # gone: a closure for it fails at once, and TensorFlow waits for its replacement
                 self.preemption.forget_departed((role, slot))
         tasks = sorted(set(warned) | set(departed))
+        if len(warned) >= self.workers_alive():  # no other worker to steer the work to
+            tasks = []
         if tasks != self.avoiding:
             self.process.avoid(tasks)
             self.avoiding = tasks
