@@ -286,3 +286,28 @@ def test_supervisor_kills_a_training_process_that_makes_no_progress(tmp_path, mo
     finally:
         if sup.child is not None:
             sup.child.kill()
+
+
+def test_a_worker_publishes_its_node_as_yarn_names_it(monkeypatch):
+    """A ring member's address is NM_HOST:port, as the PS mode's roles publish (role.node_host): the
+    FQDN may name another interface of a multi-homed host, or be ``localhost`` on every node (the
+    embedded cluster's extra NodeManager on 127.0.0.2 published ``localhost:port``, and two members
+    on two nodes could then publish the same address, whose rank each supervisor looks up)."""
+    import skein
+
+    from tfhadoop.trainer import ring_member, role
+
+    app = FakeApp()
+    monkeypatch.setattr(skein.ApplicationClient, "from_current", staticmethod(lambda: app))
+    monkeypatch.setattr(role, "heartbeat", lambda *a: None)
+    monkeypatch.setattr(role, "usable_port", lambda r, s, port: port)
+    monkeypatch.setattr(ring_member.JobSettings, "load", staticmethod(lambda path: settings(RING_JOB)))
+    monkeypatch.setattr(ring_member.Supervisor, "run", lambda self: self.address)
+    monkeypatch.setattr(sys, "argv", ["ring_member"])
+    monkeypatch.setenv("NM_HOST", "node-7.example")
+    monkeypatch.setenv("TFH_SLOT", "1")
+    monkeypatch.setenv("TFH_PORT", "4321")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    assert ring_member.main() == "node-7.example:4321"
+    assert app.kv["addr/worker/1"] == b"node-7.example:4321"
+    assert json.loads(app.kv["up/worker/1"].decode())["address"] == "node-7.example:4321"

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -124,14 +123,16 @@ def main() -> int:
     import skein
 
     from tfhadoop.ports import free_port
-    from tfhadoop.trainer.role import gpu_devices, heartbeat, usable_port
+    from tfhadoop.trainer.role import gpu_devices, heartbeat, node_host, usable_port
 
     slot, port = int(os.environ[protocol.ENV_SLOT]), int(os.environ.get(protocol.ENV_PORT) or free_port())
     os.environ["CUDA_VISIBLE_DEVICES"] = gpu_devices()
     app = skein.ApplicationClient.from_current()
     container = os.environ.get(protocol.ENV_SKEIN_CONTAINER_ID, "")
     heartbeat(app, protocol.kv_heartbeat("worker", slot), container, protocol.HEARTBEAT_S)
-    address = f"{socket.getfqdn()}:{usable_port('worker', slot, port)}"
+    # the node's name as YARN knows it (NM_HOST), as the PS mode's roles publish: getfqdn() may name
+    # another interface of a multi-homed host, or localhost
+    address = f"{node_host()}:{usable_port('worker', slot, port)}"
     app.kv[protocol.kv_up("worker", slot)] = json.dumps(
         {"address": address, "container": container, "pid": os.getpid(),
          "cuda_visible_devices": os.environ["CUDA_VISIBLE_DEVICES"], "started": time.time()}).encode()
