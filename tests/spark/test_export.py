@@ -65,7 +65,7 @@ def _listing(hadoop_cluster, out: str) -> list[str]:
 
 
 def _parse(files: list[str], parse_spec: dict) -> dict[str, Any]:
-    """The exported GZIP shards parsed by ``tf.io`` with the manifest's spec: a dense tensor per
+    """The exported (uncompressed) shards parsed by ``tf.io`` with the manifest's spec: a dense tensor per
     fixed-length feature, a sparse one per variable-length feature."""
     import tensorflow as tf
 
@@ -73,7 +73,7 @@ def _parse(files: list[str], parse_spec: dict) -> dict[str, Any]:
 
     features = tf_parse_spec(parse_spec)
     assert isinstance(features, dict)  # Examples: one dict, not a (context, sequence) pair
-    return tf.io.parse_example(tf.stack(list(tf.data.TFRecordDataset(files, compression_type="GZIP"))), features)
+    return tf.io.parse_example(tf.stack(list(tf.data.TFRecordDataset(files))), features)
 
 
 @pytest.mark.slow
@@ -85,9 +85,11 @@ def test_export_hive_table_with_splits_reads_back_in_tensorflow(spark, hadoop_cl
                                                splits=parse_splits("train=0.8,eval=0.2"), split_key="id"))
     listing = _listing(hadoop_cluster, out)
     assert "_SUCCESS" in listing and "_tfhadoop.json" in listing
-    shard_names = [p for p in listing if p.endswith(".tfrecord.gz")]
-    assert all(re.fullmatch(r"(train|eval)/part-\d{5}-of-\d{5}\.tfrecord\.gz", p) for p in shard_names)
+    shard_names = [p for p in listing if re.fullmatch(r"(train|eval)/part-\d{5}-of-\d{5}\.tfrecord", p)]
     assert sorted(f["path"] for f in manifest["files"]) == sorted(shard_names)
+    # the default is uncompressed, each shard with its index: a trainer task starts at a byte offset
+    assert manifest["compression"] == "none"
+    assert all(os.path.join(os.path.dirname(p), f".{os.path.basename(p)}.tfrindex") in listing for p in shard_names)
     assert manifest == _read_manifest(hadoop_cluster, out)
     assert manifest["records"] == ROWS
     assert set(manifest["splits"]) == {"train", "eval"}
@@ -106,7 +108,7 @@ def test_export_hive_table_with_splits_reads_back_in_tensorflow(spark, hadoop_cl
     files = [_download(hadoop_cluster, out, f["path"], tmp_path) for f in manifest["files"]]
     for f, entry in zip(files, manifest["files"]):
         assert os.path.getsize(f) == entry["bytes"]
-        assert sum(1 for _ in tf.data.TFRecordDataset(f, compression_type="GZIP")) == entry["records"]
+        assert sum(1 for _ in tf.data.TFRecordDataset(f)) == entry["records"]
     parsed = _parse(files, manifest["parse_spec"])
     got = {int(i): k for k, i in enumerate(parsed["id"].numpy())}
     assert sorted(got) == list(range(ROWS))
@@ -189,6 +191,22 @@ def test_option_errors():
         ExportOptions(output="x", table="t", compression="snappy")
 
 
+def test_flag_defaults_come_from_the_options_class():
+    """One source of truth: `tfhadoop export --help` and a flagless run use ExportOptions' defaults
+    (uncompressed shards, which a trainer task enters at a byte offset)."""
+    import argparse
+
+    from tfhadoop.cli import build_parser
+    from tfhadoop.spark.export import options_from_args
+
+    parser = build_parser("export")
+    args = parser.parse_args(["export", "--table", "t", "--output", "x"])
+    opts = options_from_args(args)
+    assert (opts.compression, opts.input_format, opts.record_type) == ("none", "parquet", "Example")
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))  # argparse has no public API
+    assert "default none" in " ".join(sub.choices["export"].format_help().split())
+
+
 @pytest.mark.slow
 def test_spark_submit_runs_the_same_job(hadoop_cluster, tmp_path):
     """The export as a plain spark-submit job file with the jar, on CSV input from local disk."""
@@ -210,7 +228,9 @@ def test_spark_submit_runs_the_same_job(hadoop_cluster, tmp_path):
                           env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert "exported 500 records" in proc.stdout
+    assert "a trainer task starts at a byte offset" in proc.stdout  # the default: uncompressed, indexed
     manifest = _read_manifest(hadoop_cluster, out)
+    assert manifest["compression"] == "none" and all(f["path"].endswith(".tfrecord") for f in manifest["files"])
     assert [f["records"] for f in manifest["files"]] in ([167, 167, 166], [166, 167, 167], [167, 166, 167])
     assert manifest["source"] == {"input": f"file://{csv}", "input_format": "csv"}
 

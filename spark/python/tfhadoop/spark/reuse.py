@@ -117,7 +117,7 @@ def export_options(opts: dict) -> dict:
         exact = [c.strip() for c in exact.split(",") if c.strip()]
     return {"splits": parse_splits(split) if isinstance(split, str) or split is None else dict(split),
             "split_key": opts.get("split_key"), "shards": opts.get("shards"),
-            "records_per_shard": opts.get("records_per_shard"), "compression": opts.get("compression") or "gzip",
+            "records_per_shard": opts.get("records_per_shard"), "compression": opts.get("compression") or ExportOptions.compression,
             "exact_columns": tuple(exact)}
 
 
