@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from tfhadoop.ports import answers
@@ -76,7 +77,9 @@ class CoordinatorHandling:
         self.first_progress_seen = True
         self.rescale_pending = False
         self.avoiding: list[int] | None = None  # the task indexes last written to AVOID_WORKERS_FILE
-        self.answers: Callable[[str], bool] = answers  # whether a process accepts connections at an address
+        # whether a process accepts connections at an address; a kernel answers a local connect at
+        # once, also on a busy host, and a dead host is as good as a dead process
+        self.answers: Callable[[str], bool] = partial(answers, timeout=0.1)
 
     @property
     def coordinator(self) -> subprocess.Popen | None:
@@ -180,20 +183,27 @@ class CoordinatorHandling:
                   for role, slot in [self.containers[cid]]
                   if role == "worker" and self.live.get((role, slot)) == cid
                   for i in [self.spec_index(role, slot)] if i is not None]
-        departed = []
+        if len(warned) >= self.workers_alive():  # no other worker to steer the work to
+            tasks = []  # nor a reason to probe the departed ones' old addresses
+        else:
+            tasks = sorted(set(warned) | set(self.departed_still_running()))
+        if tasks != self.avoiding:
+            self.process.avoid(tasks)
+            self.avoiding = tasks
+
+    def departed_still_running(self) -> list[int]:
+        """The task indexes of the lost warned workers whose old address still answers; the
+        others are forgotten (a closure for one fails at once, and TensorFlow waits for its
+        replacement). One short connect each: a NodeManager's kill is a heartbeat away."""
+        running = []
         for role, slot in self.preemption.departed_workers():
             i = self.spec_index(role, slot)
             given = self.given["worker"] if self.given else []
             if i is not None and i < len(given) and self.answers(given[i]):
-                departed.append(i)  # its old process still runs
-            else:  # gone: a closure for it fails at once, and TensorFlow waits for its replacement
+                running.append(i)
+            else:
                 self.preemption.forget_departed((role, slot))
-        tasks = sorted(set(warned) | set(departed))
-        if len(warned) >= self.workers_alive():  # no other worker to steer the work to
-            tasks = []
-        if tasks != self.avoiding:
-            self.process.avoid(tasks)
-            self.avoiding = tasks
+        return running
 
     def restart_coordinator(self, message: str):
         """After a coordinator failure: a new one after backoff (2, 4, .. 30 s), resuming from the
