@@ -15,6 +15,7 @@ from typing import Literal, overload
 import pytest
 
 from tests.trainer import jobs
+from tests.trainer.lost_node import EXTRA_HOST, job_on_an_extra_node
 from tests.trainer.preemption import hold_containers, preempt_a_worker, start_preemptible_job
 from tests.waiting import wait_for
 from tfhadoop.trainer import protocol
@@ -107,52 +108,31 @@ def test_lost_node_ring_reforms_on_another_host_without_counting_a_failure(hadoo
     slot, and with --min-workers 2 the job then fails (the old ring master did: it recognised only
     preemptions); here both slots are replaced at once on the other hosts, the ring re-forms there
     from the checkpoint and the job succeeds with exact counts."""
-    import skein
-
-    if hadoop_cluster.embedded is None:
-        pytest.skip("needs the embedded cluster (an extra NodeManager is started and killed)")
     # Enough epochs that the ring cannot finish between its first checkpoint and the kill (an epoch
     # is 4 rounds and a checkpoint to HDFS; the test looks once a second): a job that did fails the
     # check before the kill, saying so.
     epochs = 10  # 9 epochs after the first took ~25 s here: a host 10x faster still outlasts a 1 s look
-    # Placement as in the PS test: the filler (2 x 6 GB + its 256 MB master) leaves room in-process
-    # for the job's 2 GB master only; its two 2 GB workers fit nowhere but on the extra node,
-    # started once that master runs. The filler goes right after the kill, long before YARN's
-    # expiry: the replacements land in-process.
-    jobs.wait(lambda: jobs.cluster_idle(hadoop_cluster.conf), 120, "the cluster's containers of earlier tests to end")
-    nm = filler = proc = None
-    try:
-        with skein.Client() as client:
-            filler = held = hold_containers(client, "filler", queue="default", instances=2, memory=6144)
-            jobs.wait(lambda: len(held.get_containers(states=["RUNNING"])) == 2, 120, "the filler's containers")
-            run, proc = _train(hadoop_cluster, dataset, background=True,
-                               extra=["--workers", "2", "--min-workers", "2", "--max-worker-restarts", "0",
-                                      "--epochs", str(epochs), "--worker-memory", "2g"])
-            app_id = jobs.app_id(proc)
-            jobs.wait(lambda: str(client.application_report(app_id).state) == "RUNNING" or proc.poll() is not None,
-                      180, "the job's master")
-            nm = hadoop_cluster.embedded.start_node_manager("127.0.0.2", memory_mb=4096, vcores=4)
-            kv = client.connect(app_id).kv
-            jobs.wait(lambda: (jobs.state_epoch(run) or 0) >= 1 or proc.poll() is not None, 300,
-                      "the ring's first epoch checkpointed", lambda: jobs.diagnosis(hadoop_cluster, run))
-            assert proc.poll() is None, "ended before the kill: raise epochs\n" + proc.communicate()[1][-3000:]
-            ring = json.loads(kv[protocol.KV_RING].decode())
-            killed = nm.kill()
-            t_kill = time.time()
-            assert ring["gen"] == 1 and all(a.startswith("127.0.0.2:") for a in ring["worker"]), ring
-            assert killed >= 2, killed  # the two workers' processes (and their launch shells)
-            filler.shutdown()
-            filler = None
-            reformed = jobs.wait(lambda: _event_after(run, "ring_reformed", t_kill) or proc.poll() is not None, 240,
-                                 "the ring re-formed after the node's loss", lambda: jobs.diagnosis(hadoop_cluster, run))
+
+    def start():
+        return _train(hadoop_cluster, dataset, background=True,
+                      extra=["--workers", "2", "--min-workers", "2", "--max-worker-restarts", "0",
+                             "--epochs", str(epochs), "--worker-memory", "2g"])
+
+    # The filler goes right after the kill, long before YARN's expiry: the replacements land in-process.
+    with job_on_an_extra_node(hadoop_cluster, start, memory_mb=4096, vcores=4) as job:
+        run, proc = job.run, job.proc
+        jobs.wait(lambda: (jobs.state_epoch(run) or 0) >= 1 or proc.poll() is not None, 300,
+                  "the ring's first epoch checkpointed", lambda: jobs.diagnosis(hadoop_cluster, run))
+        assert proc.poll() is None, "ended before the kill: raise epochs\n" + proc.communicate()[1][-3000:]
+        ring = json.loads(job.client.connect(job.app_id).kv[protocol.KV_RING].decode())
+        killed = job.nm.kill()
+        t_kill = time.time()
+        assert ring["gen"] == 1 and all(a.startswith(EXTRA_HOST + ":") for a in ring["worker"]), ring
+        assert killed >= 2, killed  # the two workers' processes (and their launch shells)
+        job.release_filler()
+        reformed = jobs.wait(lambda: _event_after(run, "ring_reformed", t_kill) or proc.poll() is not None, 240,
+                             "the ring re-formed after the node's loss", lambda: jobs.diagnosis(hadoop_cluster, run))
         out, err = proc.communicate(timeout=300)
-    finally:
-        if proc is not None and proc.poll() is None:
-            proc.kill()
-        if filler is not None:
-            filler.shutdown()
-        if nm is not None:
-            nm.kill()
     assert proc is not None and proc.returncode == 0, (out + err)[-4000:]
     events = jobs.events(run)
     kinds = [e["event"] for e in events]
@@ -165,7 +145,7 @@ def test_lost_node_ring_reforms_on_another_host_without_counting_a_failure(hadoo
     assert sorted((e["slot"], e["attempt"], e["delay_s"]) for e in replaced) == [(0, 1, 0), (1, 1, 0)], replaced
     assert "slot_abandoned" not in kinds and "training_process_failed" not in kinds, kinds
     assert isinstance(reformed, dict) and reformed["gen"] == 2 and reformed["workers"] == 2, kinds
-    assert not any(a.startswith("127.0.0.2:") for a in reformed["cluster"]), reformed
+    assert not any(a.startswith(EXTRA_HOST + ":") for a in reformed["cluster"]), reformed
     resumed = next(e for e in events if e["event"] == "first_round" and e["gen"] == 2)
     assert resumed["restored_from"] == "checkpoint" and resumed["restored_step"] > 0, resumed
     assert kinds[-1] == "finished" and events[-1]["status"] == "SUCCEEDED", events[-1]

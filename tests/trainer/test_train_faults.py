@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from tests.trainer import jobs
+from tests.trainer.lost_node import EXTRA_HOST, job_on_an_extra_node
 from tests.trainer.preemption import hold_containers
 from tests.waiting import wait_for
 from tfhadoop.trainer.protocol import HEARTBEAT_S
@@ -164,45 +165,24 @@ def test_lost_node_roles_are_replaced_on_another_host_and_training_resumes(hadoo
     containers (a machine losing power). YARN declares it LOST after the embedded cluster's short
     expiry (-100); every role is replaced on another host (ps_moved, worker_moved), the coordinator
     restarts from the checkpoint, the job succeeds with exact counts."""
-    import skein
-
-    if hadoop_cluster.embedded is None:
-        pytest.skip("needs the embedded cluster (an extra NodeManager is started and killed)")
     epochs = 4
-    # Placement: a filler of 2 x 6 GB (+ its 256 MB master) leaves 2 GB on one in-process node, room
-    # for the job's 2 GB master only; its three 2 GB roles then fit nowhere but on the extra node,
-    # started once that master runs. The filler goes before the loss: replacements land in-process.
-    jobs.wait(lambda: jobs.cluster_idle(hadoop_cluster.conf), 120, "the cluster's containers of earlier tests to end")
-    nm = filler = proc = None
-    try:
-        with skein.Client() as client:
-            filler = held = hold_containers(client, "filler", queue="default", instances=2, memory=6144)
-            jobs.wait(lambda: len(held.get_containers(states=["RUNNING"])) == 2, 120, "the filler's containers")
-            run, proc = jobs.train(hadoop_cluster, dataset, background=True,
-                                   extra=["--workers", "2", "--epochs", str(epochs), "--ps-memory", "2g",
-                                          "--worker-memory", "2g"])
-            app_id = jobs.app_id(proc)
-            jobs.wait(lambda: str(client.application_report(app_id).state) == "RUNNING" or proc.poll() is not None,
-                      180, "the job's master")
-            nm = hadoop_cluster.embedded.start_node_manager("127.0.0.2", memory_mb=6144, vcores=8)
-            jobs.wait(lambda: (jobs.state_epoch(run) or 0) >= 1 or proc.poll() is not None, 300, "one epoch")
-            assert proc.poll() is None, proc.communicate()[1][-3000:]
-            kv = client.connect(app_id).kv
-            placed = {k: kv[k].decode() for k in ("addr/ps/0", "addr/worker/0", "addr/worker/1")}
-            assert all(a.startswith("127.0.0.2:") for a in placed.values()), placed
-            filler.shutdown()
-            filler = None
-        killed = nm.kill()
+
+    def start():
+        return jobs.train(hadoop_cluster, dataset, background=True,
+                          extra=["--workers", "2", "--epochs", str(epochs), "--ps-memory", "2g", "--worker-memory", "2g"])
+
+    with job_on_an_extra_node(hadoop_cluster, start, memory_mb=6144, vcores=8) as job:
+        run, proc = job.run, job.proc
+        jobs.wait(lambda: (jobs.state_epoch(run) or 0) >= 1 or proc.poll() is not None, 300, "one epoch")
+        assert proc.poll() is None, proc.communicate()[1][-3000:]
+        kv = job.client.connect(job.app_id).kv
+        placed = {k: kv[k].decode() for k in ("addr/ps/0", "addr/worker/0", "addr/worker/1")}
+        assert all(a.startswith(EXTRA_HOST + ":") for a in placed.values()), placed
+        job.release_filler()
+        killed = job.nm.kill()
         t_kill = time.time()
         assert killed >= 3, killed  # the three roles' processes (and their launch shells)
         out, err = proc.communicate(timeout=600)
-    finally:
-        if proc is not None and proc.poll() is None:
-            proc.kill()
-        if filler is not None:
-            filler.shutdown()
-        if nm is not None:
-            nm.kill()
     assert proc is not None and proc.returncode == 0, (out + err)[-4000:]
     events = jobs.events(run)
     kinds = [e["event"] for e in events]
@@ -212,7 +192,7 @@ def test_lost_node_roles_are_replaced_on_another_host_and_training_resumes(hadoo
     assert all(e.get("exit_status") == -100 for e in lost), lost  # YARN's ABORTED: the node was lost
     moved = {(e["role"], e["slot"]): e for e in events if e["event"] in ("ps_moved", "worker_moved")}
     assert set(moved) == {("ps", 0), ("worker", 0), ("worker", 1)}, moved
-    assert all(e["old"] == placed[f"addr/{r}/{s}"] and not e["new"].startswith("127.0.0.2:")
+    assert all(e["old"] == placed[f"addr/{r}/{s}"] and not e["new"].startswith(EXTRA_HOST + ":")
                for (r, s), e in moved.items()), moved
     i = kinds.index("container_lost")
     assert "coordinator_started" in kinds[i:] and "slot_abandoned" not in kinds and kinds[-1] == "finished"
