@@ -35,6 +35,8 @@ def small(hadoop_cluster):
     root = f"/tmp/validate-tests/{uuid.uuid4().hex[:8]}"
     models.write_dataset(hadoop_cluster.hdfs_url(f"{root}/split"), train_shards=(64, 64), eval_records=32)
     models.write_dataset(hadoop_cluster.hdfs_url(f"{root}/nosplit"), train_shards=(64, 64), split=False)
+    models.write_dataset(hadoop_cluster.hdfs_url(f"{root}/history"), train_shards=(64, 64), eval_records=32,
+                         history=True)
     return root
 
 
@@ -129,15 +131,19 @@ def test_model_module_not_found(hadoop_cluster, small):
     assert f"no module 'nosuchmod' on the python path ({HERE}" in proc.stderr, proc.stderr
 
 
-@pytest.mark.parametrize("model, message", [
-    ("unnamed_sequential", "the model has no defined inputs; start it with tf_keras.Input(shape, name=FEATURE); "
-                           "features: x (float32 fixed [4]), y (float32 fixed [], the label)"),
-    ("wrong_shape", "model input 'x' has shape [3] but feature 'x' is float32 [4]"),
-    ("wrong_name", "model input 'z' is not a feature of"),
-    ("broken", "calling it raised ValueError: model bug: this model function always raises"),
+@pytest.mark.parametrize("data, model, message", [
+    ("split", "unnamed_sequential", "the model has no defined inputs; start it with tf_keras.Input(shape, name=FEATURE); "
+                                    "features: x (float32 fixed [4]), y (float32 fixed [], the label)"),
+    ("split", "wrong_shape", "model input 'x' has shape [3] but feature 'x' is float32 [4]"),
+    ("split", "wrong_name", "model input 'z' is not a feature of"),
+    ("split", "broken", "calling it raised ValueError: model bug: this model function always raises"),
+    # issue 30 §3: a variable-length feature the model cannot take
+    ("history", "ragged_nested_history",
+     "model input 'hist' is ragged with 2 dimensions per example but feature 'hist' has 1"),
+    ("history", "history_padded_to_5", "feature 'hist' has a list longer than the model's input width 5"),
 ])
-def test_model_does_not_fit_the_dataset(hadoop_cluster, small, model, message):
-    proc, _ = tfh_train(hadoop_cluster, f"model {model}", "--data", f"{small}/split",
+def test_model_does_not_fit_the_dataset(hadoop_cluster, small, data, model, message):
+    proc, _ = tfh_train(hadoop_cluster, f"model {model}", "--data", f"{small}/{data}",
                         "--model", f"trainer_test_models:{model}")
     assert message in proc.stderr, proc.stderr
 

@@ -73,7 +73,7 @@ def train(job: JobSettings, gen: int, rank: int, workers: int, work: str, app=No
     from tfhadoop.connectors.dataset import load as load_manifest
     from tfhadoop.connectors.dataset import load_indexes
     from tfhadoop.trainer.checkpoints import CheckpointPolicy, HdfsCheckpoints
-    from tfhadoop.trainer.step import COMPRESSION, parse_fn, records_from, train_step_fn, without_rewrites
+    from tfhadoop.trainer.step import COMPRESSION, model_parse_fn, records_from, train_step_fn, without_rewrites
     from tfhadoop.trainer.summaries import Summaries
     from tfhadoop.trainer.tasks import EpochLedger, plan_epoch
     from tfhadoop.trainer.training_common import Progress, build_model, load_model_fn, training_done
@@ -88,8 +88,8 @@ def train(job: JobSettings, gen: int, rank: int, workers: int, work: str, app=No
     manifest = load_manifest(job.data)
     build = load_model_fn(job.model)
     model = build_model(strategy, build, job.model)
-    step = train_step_fn(model)
-    parse = parse_fn(manifest.parse_spec, job.label, job.sample_weight)
+    step = train_step_fn(model, dense_gradients=True)  # see its docstring: MWMS and IndexedSlices
+    parse = model_parse_fn(model, manifest.parse_spec, job.label, job.sample_weight)
     comp, batch_size = COMPRESSION[manifest.compression], job.batch_size
 
     ckpt = tf.train.Checkpoint(model=model, optimizer=model.optimizer)
@@ -273,7 +273,7 @@ def finish(job, build, model, manifest, state, summaries, ckpt_url, progress, ap
 
     from tfhadoop.connectors import hdfs
     from tfhadoop.connectors.dataset import shard_url
-    from tfhadoop.trainer.step import COMPRESSION, model_inputs, parse_fn
+    from tfhadoop.trainer.step import COMPRESSION, model_inputs, model_parse_fn
 
     plain = build()
     plain.set_weights(model.get_weights())
@@ -283,7 +283,7 @@ def finish(job, build, model, manifest, state, summaries, ckpt_url, progress, ap
                "app": getattr(app, "id", None)}
     split = job.eval_split
     if split and manifest.split(split):
-        parse = parse_fn(manifest.parse_spec, job.label, job.sample_weight)
+        parse = model_parse_fn(plain, manifest.parse_spec, job.label, job.sample_weight)
         files = [shard_url(manifest, s) for s in manifest.split(split)]
         ds = tf.data.TFRecordDataset(files, compression_type=COMPRESSION[manifest.compression]).batch(256).map(parse)
         ds = ds.map(lambda f, *y_and_weight: (model_inputs(plain, f), *y_and_weight))

@@ -72,7 +72,7 @@ def run(job: JobSettings, cluster: dict, work: str, app=None, phases=None) -> di
     from tfhadoop.connectors.dataset import load_indexes
     from tfhadoop.trainer.checkpoints import CheckpointPolicy, HdfsCheckpoints
     from tfhadoop.trainer.phases import PhaseReporter
-    from tfhadoop.trainer.step import build_task_fn, parse_fn
+    from tfhadoop.trainer.step import build_task_fn, model_parse_fn
     from tfhadoop.trainer.summaries import Summaries
     from tfhadoop.trainer.tasks import EpochLedger, plan_epoch
 
@@ -273,7 +273,7 @@ def run(job: JobSettings, cluster: dict, work: str, app=None, phases=None) -> di
         from tfhadoop.connectors.dataset import shard_url
         from tfhadoop.trainer.step import COMPRESSION, model_inputs
 
-        parse = parse_fn(manifest.parse_spec, job.label, job.sample_weight)
+        parse = model_parse_fn(plain, manifest.parse_spec, job.label, job.sample_weight)
         files = [shard_url(manifest, s) for s in manifest.split(eval_split)]
         ds = tf.data.TFRecordDataset(files, compression_type=COMPRESSION[manifest.compression]).batch(256).map(parse)
         ds = ds.map(lambda f, *y_and_weight: (model_inputs(plain, f), *y_and_weight))

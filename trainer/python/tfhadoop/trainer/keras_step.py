@@ -60,18 +60,34 @@ def compute_loss(model, features: dict, y, sample_weight=None, training: bool = 
     return y_pred, loss
 
 
-def train_step_fn(model):
+def train_step_fn(model, dense_gradients: bool = False):
     """``step(features, y[, sample_weight]) -> (examples int64, loss_sum float32)``, to run in a
     replica context (``strategy.run``). ``loss_sum`` is the loss Keras reports for the batch
     (its ``loss`` metric: the loss before the division by the number of replicas) times the
     batch's examples, so summing it over batches and dividing by the examples gives the epoch
-    ``loss`` of ``model.fit``."""
+    ``loss`` of ``model.fit``.
+
+    ``dense_gradients`` (allreduce): an embedding's sparse gradient (``tf.IndexedSlices``) is made
+    dense before the optimizer aggregates it across replicas. MultiWorkerMirroredStrategy gathers
+    IndexedSlices with a collective that needs the same number of rows on every replica, and
+    replicas whose batches touch different numbers of ids abort it ("Shape mismatch in the
+    collective instance"; seen with a ragged embedding bag; tensorflow#33339, #34066). Dense, the
+    sum is the same; the cost is the table's size per step, as Horovod's ``sparse_as_dense``."""
     optimizer = model.optimizer
 
     def step(features, y, sample_weight=None):
         with tf.GradientTape() as tape:
             _, loss = compute_loss(model, features, y, sample_weight)
-        optimizer.minimize(loss, model.trainable_variables, tape=tape)
+        if dense_gradients:
+            variables = model.trainable_variables
+            if hasattr(optimizer, "compute_gradients"):  # what minimize does (loss scaling included)
+                grads_and_vars = optimizer.compute_gradients(loss, variables, tape)
+            else:  # a legacy optimizer
+                grads_and_vars = list(zip(tape.gradient(loss, variables), variables))
+            optimizer.apply_gradients([(tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g, v)
+                                       for g, v in grads_and_vars])
+        else:
+            optimizer.minimize(loss, model.trainable_variables, tape=tape)
         replicas = tf.distribute.get_strategy().num_replicas_in_sync
         n = tf.shape(tf.nest.flatten(y)[0], out_type=tf.int64)[0]
         return n, tf.cast(loss, tf.float32) * float(replicas) * tf.cast(n, tf.float32)

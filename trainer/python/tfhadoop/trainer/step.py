@@ -16,6 +16,7 @@ from typing import Literal
 import tensorflow as tf
 
 from tfhadoop.connectors.dataset import tf_example_spec
+from tfhadoop.trainer.feeding import Feed, feed, model_feeds
 from tfhadoop.trainer.keras_step import (
     label_columns,
     model_inputs,  # noqa: F401 - coordinator, validate and bench import it here
@@ -54,20 +55,29 @@ def without_rewrites(ds):
     return ds.with_options(options)
 
 
-def parse_fn(parse_spec: dict, label, weight: str | None = None):
+def parse_fn(parse_spec: dict, label, weight: str | None = None, feeds: dict[str, Feed] | None = None):
     """A batch parser: serialized Examples -> ``(features, y)`` or, with a ``weight`` column,
-    ``(features, y, sample_weight)`` (dense tensors; ``keras_step.split_batch``)."""
+    ``(features, y, sample_weight)`` (``keras_step.split_batch``). Each feature comes as its
+    model input declares it (``feeds``, from :func:`feeding.model_feeds`; dense when absent)."""
     spec = tf_example_spec(parse_spec)
     for column in [*label_columns(label), *([weight] if weight else [])]:
         if column not in spec:
             raise ValueError(f"column {column!r} is not in the dataset's parse spec ({sorted(spec)})")
+    feeds = feeds or {}
 
     def parse(serialized):
         parsed = tf.io.parse_example(serialized, spec)
-        parsed = {k: tf.sparse.to_dense(v) if isinstance(v, tf.SparseTensor) else v for k, v in parsed.items()}
+        parsed = {k: feed(k, v, feeds.get(k)) for k, v in parsed.items()}
         return split_batch(parsed, label, weight)
 
     return parse
+
+
+def model_parse_fn(model, parse_spec: dict, label, weight: str | None = None):
+    """:func:`parse_fn` feeding ``model``'s inputs as they are declared (ragged, sparse, dense)."""
+    columns = {*label_columns(label), *([weight] if weight else [])}
+    features = [k for k in parse_spec.get("features", {}) if k not in columns]
+    return parse_fn(parse_spec, label, weight, model_feeds(model, features))
 
 
 class TaskFunction:
@@ -115,7 +125,7 @@ def build_task_fn(strategy, model, parse_spec: dict, label, batch_size: int, com
     - the pipeline has no function in it (parse runs in the loop, on the whole batch: one
       ``ParseExampleV2`` that splits the batch over the worker's threads), and the reading of
       the next batches overlaps the step (``prefetch``)."""
-    parse = parse_fn(parse_spec, label, weight)
+    parse = model_parse_fn(model, parse_spec, label, weight)
     train_step = train_step_fn(model)
     comp = COMPRESSION[compression]
     vector = tf.TensorSpec([None], tf.int64)

@@ -206,8 +206,9 @@ def check_model(job, manifest) -> None:
     build = _import_model(job)
     import tensorflow as tf
 
+    from tfhadoop.trainer.feeding import mismatch
     from tfhadoop.trainer.keras_step import compute_loss, label_columns
-    from tfhadoop.trainer.step import parse_fn
+    from tfhadoop.trainer.step import model_parse_fn
 
     try:
         model = build()
@@ -243,13 +244,18 @@ def check_model(job, manifest) -> None:
         if f.get("type") == "FixedLenFeature" and want is not None and None not in have and list(want) != have:
             raise ValidationError(f"--model {job.model}: model input {inp.name.split(':')[0]!r} has shape {have} "
                                   f"but feature {name!r} is {f.get('dtype')} {list(want)}; features: {listing}")
+        why = mismatch(name, inp, f)
+        if why:
+            raise ValidationError(f"--model {job.model}: model input {inp.name.split(':')[0]!r} {why}; "
+                                  f"features: {listing}")
         if (f.get("dtype") == "string") != (inp.dtype == tf.string):
             raise ValidationError(f"--model {job.model}: model input {inp.name.split(':')[0]!r} is {inp.dtype.name} "
                                   f"but feature {name!r} is {f.get('dtype')}; features: {listing}")
     records = _first_batch(manifest, job.train_split, min(job.batch_size, 16))
     shard = manifest.split(job.train_split)[0].path
     try:
-        compute_loss(model, *parse_fn(spec, job.label, job.sample_weight)(tf.constant(records)), training=False)
+        compute_loss(model, *model_parse_fn(model, spec, job.label, job.sample_weight)(tf.constant(records)),
+                     training=False)
     except Exception as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ValidationError(f"--model {job.model}: one forward pass and loss on {len(records)} records of "

@@ -1,0 +1,104 @@
+"""How each parsed feature reaches the model: as the model's ``Input`` declares it.
+
+``tf.io.parse_example`` gives a variable-length feature (``VarLenFeature``) as a ``tf.SparseTensor``
+and a fixed-length one as a dense tensor. A Keras model says what it takes per input:
+``Input(ragged=True)`` a ``tf.RaggedTensor`` (a user's last N item ids, no padding),
+``Input(sparse=True)`` a ``tf.SparseTensor`` whose dense shape is the input's width, any other
+input a dense tensor (a variable-length list zero-padded to the input's width, or to the batch's
+longest where the input leaves its width open; a longer list is an error, never cut). One mapping,
+built once per model, used by every path that feeds it (PS closures, the allreduce ring, eval,
+the submit-time check).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import tensorflow as tf
+
+FeedKind = Literal["dense", "ragged", "sparse"]
+DENSE: FeedKind = "dense"
+RAGGED: FeedKind = "ragged"
+SPARSE: FeedKind = "sparse"
+
+
+@dataclass(frozen=True)
+class Feed:
+    """One model input's wish: its kind, and for a sparse input its width (the dense shape's last
+    dimension; None when the input leaves it open)."""
+    kind: FeedKind
+    width: int | None = None
+
+
+def model_feeds(model, features: list[str]) -> dict[str, Feed]:
+    """Feature name -> :class:`Feed` for each ragged or sparse input, and each dense one of a known
+    width (a variable-length list is padded to it, not to the batch's longest). Inputs are matched
+    to features by name, or a single input to a single feature whatever its name
+    (``keras_step.model_inputs``)."""
+    feeds = {}
+    for name, inp in matched_inputs(model, features):
+        spec = getattr(inp, "type_spec", None)
+        shape = getattr(spec, "shape", None)
+        width = shape[-1] if shape is not None and shape.rank == 2 else None
+        width = int(width) if width is not None else None
+        if isinstance(spec, tf.RaggedTensorSpec):
+            feeds[name] = Feed(RAGGED)
+        elif isinstance(spec, tf.SparseTensorSpec):
+            feeds[name] = Feed(SPARSE, width)
+        elif width is not None:
+            feeds[name] = Feed(DENSE, width)
+    return feeds
+
+
+def matched_inputs(model, features: list[str]) -> list[tuple[str, object]]:
+    """``(feature name, model input)`` pairs: by name, or a single input to a single feature."""
+    inputs = list(getattr(model, "inputs", None) or [])
+    single = len(features) == 1 and len(inputs) == 1
+    return [(features[0] if single else inp.name.split(":")[0], inp) for inp in inputs]
+
+
+def mismatch(name: str, inp, entry: dict) -> str | None:
+    """Why model input ``inp`` cannot take feature ``name`` (its parse-spec entry), in words, or
+    None. The submit-time check names it before any container starts."""
+    spec = getattr(inp, "type_spec", None)
+    per_example = len(entry.get("shape") or []) if entry.get("type") == "FixedLenFeature" else 1
+    if isinstance(spec, tf.RaggedTensorSpec) and spec.shape.rank is not None and spec.shape.rank - 1 != per_example:
+        return (f"is ragged with {spec.shape.rank - 1} dimensions per example but feature {name!r} has "
+                f"{per_example} (a list per example is Input((None,), ragged=True))")
+    if isinstance(spec, tf.SparseTensorSpec) and entry.get("dtype") == "string":
+        return (f"is sparse but feature {name!r} holds strings: take a string list with a ragged or dense "
+                f"input and a StringLookup")
+    return None
+
+
+def feed(name: str, value, want: Feed | None):
+    """``value`` (a parsed batch of feature ``name``) in the form ``want`` asks for (dense when
+    None). A list longer than a sparse or dense input's width fails the step with a message
+    naming the feature (the submit-time check finds it on the first batch already)."""
+    kind = want.kind if want else DENSE
+    width = want.width if want else None
+    if isinstance(value, tf.SparseTensor):
+        if kind == RAGGED:
+            return tf.RaggedTensor.from_sparse(value)
+        if kind == SPARSE:
+            return within_width(name, value, width)
+        return tf.sparse.to_dense(within_width(name, value, width))  # padded with zeros to the width
+    if kind == RAGGED and value.shape.rank and value.shape.rank >= 2:
+        # a fixed-length list, every row its full length (a classmethod behind a decorator Pyright cannot see)
+        return tf.RaggedTensor.from_tensor(value)  # pyright: ignore[reportAttributeAccessIssue]
+    if kind == SPARSE:
+        return within_width(name, tf.sparse.from_dense(value), width)
+    return value
+
+
+def within_width(name: str, value: tf.SparseTensor, width: int | None) -> tf.SparseTensor:
+    """``value`` with the dense shape ``[batch, width]`` the model's input declares."""
+    if width is None:
+        return value
+    longest = value.dense_shape[-1]
+    check = tf.debugging.assert_less_equal(
+        longest, tf.constant(width, tf.int64),
+        message=f"feature {name!r} has a list longer than the model's input width {width}")
+    with tf.control_dependencies([check]):
+        shape = tf.concat([value.dense_shape[:-1], tf.constant([width], tf.int64)], axis=0)
+        return tf.SparseTensor(value.indices, value.values, shape)
