@@ -141,3 +141,58 @@ def test_dense_gradients_for_allreduce_apply_the_same_update():
     assert moved  # the step trained
     for sparse_w, dense_w in zip(*weights):
         np.testing.assert_allclose(sparse_w, dense_w, rtol=1e-6, atol=1e-7)
+
+
+SEQUENCE_SPEC = {"features": {"y": {"type": "FixedLenFeature", "shape": [], "dtype": "float32"}},
+                 "sequence_features": {"steps": {"type": "FixedLenSequenceFeature", "shape": [2], "dtype": "float32",
+                                                 "allow_missing": True},
+                                       "tokens": {"type": "RaggedFeature", "dtype": "int64"}}}
+STEPS = [[[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], [[7.0, 8.0]], [[0.5, 0.25], [9.0, 1.0]]]
+TOKENS = [[[1, 2], [3]], [[4]], [[], [5, 6, 7]]]
+
+
+def _sequence_records():
+    from tfhadoop.connectors.example import encode_sequence_example
+
+    return tf.constant([encode_sequence_example({"y": [float(i)]}, {"steps": s, "tokens": t})
+                        for i, (s, t) in enumerate(zip(STEPS, TOKENS))])
+
+
+def _gru():
+    import tf_keras
+
+    steps = tf_keras.Input((None, 2), name="steps", ragged=True)
+    model = tf_keras.Model({"steps": steps}, tf_keras.layers.Dense(1)(tf_keras.layers.GRU(3)(steps)))
+    model.compile("adam", "mse")
+    return model
+
+
+def test_a_sequence_example_gives_context_and_feature_lists_with_each_examples_steps():
+    """Issue 30 §1: a SequenceExample dataset trains (it was refused); each feature list is ragged
+    in its steps, holding exactly the steps each example has."""
+    features, y = model_parse_fn(_gru(), SEQUENCE_SPEC, "y")(_sequence_records())
+    assert isinstance(features["steps"], tf.RaggedTensor)
+    assert features["steps"].to_list() == STEPS
+    assert y.numpy().tolist() == [0.0, 1.0, 2.0]
+    dense, _ = parse_fn(SEQUENCE_SPEC, "y", feeds={"tokens": Feed(RAGGED)})(_sequence_records())
+    assert dense["tokens"].to_list() == TOKENS  # a feature list of variable-length steps
+    assert dense["steps"].numpy().tolist()[1] == [[7.0, 8.0], [0.0, 0.0], [0.0, 0.0]]  # no ragged input: padded
+
+
+def test_a_gru_over_ragged_steps_has_the_loss_keras_computes():
+    model: Any = _gru()
+    features, y = model_parse_fn(model, SEQUENCE_SPEC, "y")(_sequence_records())
+    _, loss = compute_loss(model, features, y, training=False)
+    expected = model.evaluate({"steps": tf.ragged.constant(STEPS, ragged_rank=1)}, np.arange(3, dtype=np.float32),
+                              batch_size=3, verbose=0)
+    assert float(loss) == pytest.approx(expected, rel=1e-6)
+
+
+def test_a_feature_list_for_a_per_example_input_is_named():
+    import tf_keras
+
+    entry = SEQUENCE_SPEC["sequence_features"]["steps"]
+    assert mismatch("steps", tf_keras.Input((2,), name="steps"), entry) == (
+        "has 1 dimensions per example but feature 'steps' is a feature list of 2 (steps first): "
+        "declare it Input((None, ...), ragged=True)")
+    assert mismatch("steps", tf_keras.Input((None, 2), name="steps", ragged=True), entry) is None

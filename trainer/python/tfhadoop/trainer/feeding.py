@@ -57,17 +57,35 @@ def matched_inputs(model, features: list[str]) -> list[tuple[str, object]]:
     return [(features[0] if single else inp.name.split(":")[0], inp) for inp in inputs]
 
 
+SEQUENCE_KINDS = ("FixedLenSequenceFeature", "RaggedFeature")  # a SequenceExample's feature lists
+
+
+def dimensions_per_example(entry: dict) -> int:
+    """How many dimensions one example's value of a parse-spec entry has: a fixed-length feature
+    its shape's, a variable-length list 1, a feature list its steps plus each step's."""
+    kind, shape = entry.get("type"), list(entry.get("shape") or [])
+    if kind == "FixedLenFeature":
+        return len(shape)
+    if kind == "FixedLenSequenceFeature":
+        return 1 + len(shape)
+    return 2 if kind == "RaggedFeature" else 1
+
+
 def mismatch(name: str, inp, entry: dict) -> str | None:
     """Why model input ``inp`` cannot take feature ``name`` (its parse-spec entry), in words, or
     None. The submit-time check names it before any container starts."""
     spec = getattr(inp, "type_spec", None)
-    per_example = len(entry.get("shape") or []) if entry.get("type") == "FixedLenFeature" else 1
-    if isinstance(spec, tf.RaggedTensorSpec) and spec.shape.rank is not None and spec.shape.rank - 1 != per_example:
-        return (f"is ragged with {spec.shape.rank - 1} dimensions per example but feature {name!r} has "
+    rank = spec.shape.rank if spec is not None and spec.shape is not None else None
+    per_example = dimensions_per_example(entry)
+    if isinstance(spec, tf.RaggedTensorSpec) and rank is not None and rank - 1 != per_example:
+        return (f"is ragged with {rank - 1} dimensions per example but feature {name!r} has "
                 f"{per_example} (a list per example is Input((None,), ragged=True))")
     if isinstance(spec, tf.SparseTensorSpec) and entry.get("dtype") == "string":
         return (f"is sparse but feature {name!r} holds strings: take a string list with a ragged or dense "
                 f"input and a StringLookup")
+    if entry.get("type") in SEQUENCE_KINDS and rank is not None and rank - 1 != per_example:
+        return (f"has {rank - 1} dimensions per example but feature {name!r} is a feature list of "
+                f"{per_example} (steps first): declare it Input((None, ...), ragged=True)")
     return None
 
 
@@ -77,6 +95,10 @@ def feed(name: str, value, want: Feed | None):
     naming the feature (the submit-time check finds it on the first batch already)."""
     kind = want.kind if want else DENSE
     width = want.width if want else None
+    if isinstance(value, tf.RaggedTensor):  # a SequenceExample's feature list: [batch, steps, ...]
+        if kind == RAGGED:
+            return value
+        value = value.to_sparse()
     if isinstance(value, tf.SparseTensor):
         if kind == RAGGED:
             return tf.RaggedTensor.from_sparse(value)

@@ -15,7 +15,7 @@ from typing import Literal
 
 import tensorflow as tf
 
-from tfhadoop.connectors.dataset import tf_example_spec
+from tfhadoop.connectors.dataset import tf_parse_spec
 from tfhadoop.trainer.feeding import Feed, feed, model_feeds
 from tfhadoop.trainer.keras_step import (
     label_columns,
@@ -56,27 +56,46 @@ def without_rewrites(ds):
 
 
 def parse_fn(parse_spec: dict, label, weight: str | None = None, feeds: dict[str, Feed] | None = None):
-    """A batch parser: serialized Examples -> ``(features, y)`` or, with a ``weight`` column,
+    """A batch parser: serialized records -> ``(features, y)`` or, with a ``weight`` column,
     ``(features, y, sample_weight)`` (``keras_step.split_batch``). Each feature comes as its
-    model input declares it (``feeds``, from :func:`feeding.model_feeds`; dense when absent)."""
-    spec = tf_example_spec(parse_spec)
+    model input declares it (``feeds``, from :func:`feeding.model_feeds`; dense when absent).
+    A SequenceExample dataset gives its context features and its feature lists together, each
+    feature list as a ``tf.RaggedTensor`` ``[batch, steps, ...]`` of the steps each example holds."""
+    spec = tf_parse_spec(parse_spec)
+    context, sequence = spec if isinstance(spec, tuple) else (spec, None)
     for column in [*label_columns(label), *([weight] if weight else [])]:
-        if column not in spec:
-            raise ValueError(f"column {column!r} is not in the dataset's parse spec ({sorted(spec)})")
+        if column not in context:
+            where = "context features" if sequence is not None else "parse spec"
+            raise ValueError(f"column {column!r} is not in the dataset's {where} ({sorted(context)})")
     feeds = feeds or {}
 
     def parse(serialized):
-        parsed = tf.io.parse_example(serialized, spec)
+        if sequence is None:
+            parsed = tf.io.parse_example(serialized, context)
+        else:
+            parsed, lists, lengths = tf.io.parse_sequence_example(serialized, context_features=context,
+                                                                  sequence_features=sequence)
+            parsed = {**parsed, **{k: steps_as_ragged(v, lengths.get(k)) for k, v in lists.items()}}
         parsed = {k: feed(k, v, feeds.get(k)) for k, v in parsed.items()}
         return split_batch(parsed, label, weight)
 
     return parse
 
 
+def steps_as_ragged(value, lengths):
+    """A parsed feature list as ``[batch, steps, ...]`` ragged in its steps: a
+    ``FixedLenSequenceFeature`` comes padded to the batch's longest with its ``lengths``, a
+    ``RaggedFeature`` comes ragged already."""
+    if isinstance(value, tf.RaggedTensor) or lengths is None:
+        return value
+    return tf.RaggedTensor.from_tensor(value, lengths=lengths)  # pyright: ignore[reportAttributeAccessIssue]
+
+
 def model_parse_fn(model, parse_spec: dict, label, weight: str | None = None):
     """:func:`parse_fn` feeding ``model``'s inputs as they are declared (ragged, sparse, dense)."""
     columns = {*label_columns(label), *([weight] if weight else [])}
-    features = [k for k in parse_spec.get("features", {}) if k not in columns]
+    features = [k for k in [*parse_spec.get("features", {}), *parse_spec.get("sequence_features", {})]
+                if k not in columns]
     return parse_fn(parse_spec, label, weight, model_feeds(model, features))
 
 

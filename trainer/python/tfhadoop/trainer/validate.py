@@ -67,8 +67,9 @@ def qualify_paths(job: JobSettings, default_fs: str) -> JobSettings:
 def describe_features(parse_spec: dict, label=None) -> str:
     labels = [label] if isinstance(label, str) else list(label or [])
     out = []
-    for name, spec in sorted(parse_spec.get("features", {}).items()):
-        kind = spec.get("type", "?").replace("Feature", "").replace("FixedLen", "fixed").replace("VarLen", "var-len")
+    for name, spec in sorted({**parse_spec.get("features", {}), **parse_spec.get("sequence_features", {})}.items()):
+        kind = spec.get("type", "?").replace("Feature", "").replace("FixedLenSequence", "feature list") \
+            .replace("Ragged", "feature list").replace("FixedLen", "fixed").replace("VarLen", "var-len")
         shape = spec.get("shape")
         out.append(f"{name} ({spec.get('dtype', '?')} {kind}{' ' + str(list(shape)) if shape is not None else ''}"
                    f"{', the label' if name in labels else ''})")
@@ -218,7 +219,8 @@ def check_model(job, manifest) -> None:
         raise ValidationError(f"--model {job.model} returned a model that is not compiled (call model.compile)")
     spec = manifest.parse_spec
     labels = label_columns(job.label)
-    features = {k: v for k, v in spec.get("features", {}).items() if k not in (*labels, job.sample_weight)}
+    features = {k: v for k, v in {**spec.get("features", {}), **spec.get("sequence_features", {})}.items()
+                if k not in (*labels, job.sample_weight)}
     listing = describe_features(spec, labels)
     if not model.built or not getattr(model, "inputs", None):
         raise ValidationError(f"--model {job.model}: the model has no defined inputs; start it with "
