@@ -94,6 +94,8 @@ def test_manifest_round_trip_to_tf_parse(tmp_path):
 def test_writer_refuses_what_the_reader_refuses(tmp_path):
     with pytest.raises(ValueError, match="unknown compression 'snappy'"):
         dataset.manifest_doc("Example", "snappy", [])
-    doc = dataset.manifest_doc("SequenceExample", "gzip", [{"path": "a", "records": 1, "bytes": 1}], parse_spec={})
-    with pytest.raises(dataset.ManifestError, match="only tfrecord datasets of tf.Example"):
+    doc = dataset.manifest_doc("ByteArray", "gzip", [{"path": "a", "records": 1, "bytes": 1}], parse_spec={})
+    with pytest.raises(dataset.ManifestError, match="only tfrecord datasets of Example or SequenceExample"):
         dataset.parse(doc, str(tmp_path))
+    doc = dataset.manifest_doc("SequenceExample", "gzip", [{"path": "a", "records": 1, "bytes": 1}], parse_spec={})
+    assert dataset.parse(doc, str(tmp_path)).raw["record_type"] == "SequenceExample"  # the trainer reads them

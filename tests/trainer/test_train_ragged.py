@@ -63,3 +63,37 @@ def test_a_ragged_history_trains_and_scores(hadoop_cluster, history_dataset, str
     print(f"{strategy}: eval mse {mse:.4f}; blind to the history {ignoring_history:.4f}; "
           f"train loss by epoch {[round(e['mean_loss'], 4) for e in metrics['epochs']]}")
     assert mse < 0.25 * ignoring_history, (mse, ignoring_history)
+
+
+def test_a_gru_trains_on_a_sequence_example_dataset(hadoop_cluster, tmp_path):
+    """A SequenceExample dataset (a feature list of 1..6 steps per example, the label in the
+    context; it was refused before) trains a GRU over ragged steps, exactly once per epoch, and
+    its SavedModel scores ragged steps."""
+    from tfhadoop.connectors import hdfs
+
+    root = hadoop_cluster.hdfs_url(f"/tmp/trainer-tests/seq-{uuid.uuid4().hex[:8]}")
+    models.write_dataset(f"{root}/data", compression="none", index_interval=2048, sequence=True)
+    epochs = 3
+    proc = subprocess.run([sys.executable, "-m", "tfhadoop", "train", "--model", "trainer_test_models:gru_over_steps",
+                           "--python-path", str(jobs.MODELS), "--data", f"{root}/data", "--label", "y",
+                           "--workers", "2", "--ps", "1", "--epochs", str(epochs), "--task-records", "300",
+                           "--batch-size", "32", "--worker-memory", "1g", "--ps-memory", "1g",
+                           "--checkpoint-dir", f"{root}/ckpt", "--export-dir", f"{root}/model"],
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    metrics = json.loads(hdfs.read_bytes(f"{root}/ckpt/metrics.json"))
+    assert [e["examples"] for e in metrics["epochs"]] == [2400] * epochs
+
+    hdfs.download_dir(f"{root}/model", str(tmp_path / "model"))
+    os.environ["TF_USE_LEGACY_KERAS"] = "1"
+    import tensorflow as tf
+    import tf_keras
+
+    model = tf_keras.models.load_model(str(tmp_path / "model"))
+    assert model is not None
+    steps, y = models.make_sequences(400, seed=4)  # the eval shard
+    pred = model.predict({"steps": tf.ragged.constant([s.tolist() for s in steps], ragged_rank=1)}, verbose=0)[:, 0]
+    mse, constant = float(np.mean((pred - y) ** 2)), float(np.var(y))
+    print(f"GRU over SequenceExample steps: eval mse {mse:.4f}, a constant predictor {constant:.4f}; "
+          f"eval {metrics.get('eval')}")
+    assert mse < 0.25 * constant, (mse, constant)

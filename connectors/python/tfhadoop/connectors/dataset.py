@@ -127,10 +127,10 @@ def tf_parse_spec(spec: dict):
 
 def tf_example_spec(spec: dict) -> dict:
     """:func:`tf_parse_spec` of an Example dataset (for ``tf.io.parse_example``); a ValueError for
-    a SequenceExample one, which the trainer does not read yet."""
+    a SequenceExample one (the trainer parses those itself: ``step.parse_fn``)."""
     features = tf_parse_spec(spec)
     if isinstance(features, tuple):
-        raise ValueError("SequenceExample datasets are not supported by the trainer yet")
+        raise ValueError("a SequenceExample dataset: parse it with tf.io.parse_sequence_example")
     return features
 
 
@@ -138,6 +138,7 @@ def tf_example_spec(spec: dict) -> dict:
 
 MANIFEST = "_tfhadoop.json"
 FORMAT, VERSION = "tfrecord", 1
+RECORD_TYPES = ("Example", "SequenceExample")  # what a dataset's records are (the trainer parses both)
 COMPRESSION_SUFFIX = {"gzip": ".gz", "zlib": ".zlib", "none": ""}  # the compressions a dataset may use
 
 
@@ -192,8 +193,8 @@ class Manifest:
 
 def parse(raw: dict, root: str) -> Manifest:
     """Validate a manifest dict (as :func:`manifest_doc` builds it) into a :class:`Manifest`."""
-    if raw.get("format") != FORMAT or raw.get("record_type", "Example") != "Example":
-        raise ManifestError(f"{root}: only tfrecord datasets of tf.Example are supported "
+    if raw.get("format") != FORMAT or raw.get("record_type", "Example") not in RECORD_TYPES:
+        raise ManifestError(f"{root}: only tfrecord datasets of {' or '.join(RECORD_TYPES)} are supported "
                             f"(format={raw.get('format')!r}, record_type={raw.get('record_type')!r})")
     compression = raw.get("compression", "none")
     if compression not in COMPRESSION_SUFFIX:
