@@ -231,6 +231,17 @@ def test_unsplit_dataset_status_follow_kill_and_jobs(hadoop_cluster, tmp_path):
     assert app_id in html and "cluster_up" in html and "<svg" in html
     dom = chromium(f"file://{tmp_path / 'report.html'}", tmp_path, "report")
     assert "KILLED" in dom and "<polyline" in dom and "container" in dom
+    # The history (issue 31 §3): a finished job is no longer among the running ones, and --all
+    # shows its outcome, duration and checkpointed epochs, in the terminal and on a page.
+    running = subprocess.run([*tfh, "jobs"], capture_output=True, text=True, timeout=120)
+    assert running.returncode == 0 and not any(line.startswith(app_id) for line in running.stdout.splitlines()), \
+        running.stdout
+    listed = subprocess.run([*tfh, "jobs", "--all", "--html", str(tmp_path / "jobs.html")], capture_output=True,
+                            text=True, timeout=120)
+    row = next((line.split() for line in listed.stdout.splitlines() if line.startswith(app_id)), None)
+    assert listed.returncode == 0 and row and row[1] == "KILLED" and int(row[5]) >= 1, listed.stdout
+    dom = chromium(f"file://{tmp_path / 'jobs.html'}", tmp_path, "jobs")
+    assert app_id in dom and "KILLED" in dom and f"tfhadoop logs {app_id}" in dom, dom[-3000:]
     follow = subprocess.run([*tfh, "follow", app_id], capture_output=True, text=True, timeout=120)
     assert follow.returncode == 1 and "training KILLED" in follow.stderr, follow.stderr[-2000:]
     assert f"in {run}/ckpt" in follow.stdout, follow.stdout

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import sys
-import time
 
 from tfhadoop.errors import CommandError
 
@@ -136,36 +135,34 @@ def follow_cmd(args) -> int:
 
 
 def jobs(args) -> int:
+    """This user's running training jobs, or with ``--all`` every job with its outcome, duration
+    and final metrics (``history``); ``--html FILE`` writes the same as a page."""
     from tfhadoop import hadoop
-    from tfhadoop.trainer import jobdir
+    from tfhadoop.trainer import history
     from tfhadoop.yarn.client import require_yarn_command
 
     conf = hadoop.use_cluster()
     require_yarn_command()  # before the registry on HDFS: a missing command is the first thing to fix
-    entries = jobdir.entries(conf.default_fs)
-    if not entries:
-        print("no training jobs")
-        return 0
     with _client() as client:
-        for e in entries[:args.limit]:
+        def report_of(app_id: str):
             try:
-                report = client.application_report(e["app"])
-                state = f"{report.state}/{report.final_status}" if str(report.state) in ("FINISHED", "FAILED", "KILLED") \
-                    else str(report.state)
+                return client.application_report(app_id)
             except Exception:  # noqa: BLE001 - the RM forgot it (restarted cluster)
-                state = "UNKNOWN"
-            st = jobdir.latest_state(e["job_dir"]) or {}
-            age = _age(time.time() - e.get("submitted", time.time()))
-            print(f"{e['app']}  {state:18} epoch {st.get('epoch', 0)} step {st.get('steps', 0):<7} {age:>5} ago  "
-                  f"{e['job'].get('name')}  {e['job'].get('model')}")
+                return None
+
+        table = history.rows(conf.default_fs, report_of)
+    shown = table if args.all else [r for r in table if not history.finished(r)]
+    shown = shown[:args.limit]
+    if args.html:
+        with open(args.html, "w") as f:
+            f.write(history.html_page(shown))
+        print(f"wrote {args.html} ({len(shown)} jobs)")
+    if not shown:
+        print("no training jobs" if args.all or not table else
+              f"no running training jobs ({len(table)} finished: tfhadoop jobs --all)")
+        return 0
+    print(history.text_table(shown))
     return 0
-
-
-def _age(seconds: float) -> str:
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{int(seconds // size)}{unit}"
-    return f"{int(seconds)}s"
 
 
 def logs(args) -> int:
@@ -212,7 +209,10 @@ def register_follow(subparsers) -> None:
 
 
 def register_jobs(subparsers) -> None:
-    p = subparsers.add_parser("jobs", help="this user's training jobs, newest first")
+    p = subparsers.add_parser("jobs", help="this user's running training jobs (--all: finished ones too), newest first")
+    p.add_argument("--all", action="store_true",
+                   help="finished jobs too, each with its outcome, duration and final metrics")
+    p.add_argument("--html", metavar="FILE", help="also write the list as an HTML page to FILE")
     p.add_argument("--limit", type=int, default=20, help="at most this many (default 20)")
     p.set_defaults(func=jobs)
 
