@@ -186,6 +186,35 @@ def test_vector_input_and_vector_output_columns(spark, hadoop_cluster, tmp_path,
     np.testing.assert_allclose(np.array([r.score for r in got]), want["score"][:, 0], rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("arrow_udf", [True, False], ids=["arrow_udf", "mapInArrow"])
+def test_a_ragged_input_scores_array_rows_of_any_length(spark, hadoop_cluster, tmp_path, monkeypatch, arrow_udf):
+    """Issue 30 §5: a model with ``Input(ragged=True)`` (the embedding bag the trainer's ragged test
+    trains) scores an array column whose rows hold 0..12 ids, each row's list as it is; the scores
+    equal the model's own predict on the same lists."""
+    os.environ["TF_USE_LEGACY_KERAS"] = "1"
+    import tensorflow as tf
+
+    from tfhadoop.connectors import hdfs
+    from tfhadoop.spark import predict
+    from tfhadoop.trainer import Model
+
+    keras_model = models.history_bag()
+    emb = next(layer for layer in keras_model.layers if layer.__class__.__name__ == "Embedding")
+    emb.set_weights([np.linspace(-1, 1, models.ITEMS, dtype=np.float32)[:, None]])
+    keras_model.save(str(tmp_path / "saved"), save_format="tf")
+    url = hadoop_cluster.hdfs_url(f"/tmp/pipeline-tests/ragged-{uuid.uuid4().hex[:8]}")
+    hdfs.upload_dir(str(tmp_path / "saved"), url)
+    x, _ = models.make_examples(300, seed=5)
+    hists = models.make_histories(300, seed=5)
+    assert any(not h for h in hists) and len({len(h) for h in hists}) > 5  # empty and varied rows
+    rows = [(i, [float(v) for v in x[i]], hists[i]) for i in range(300)]
+    df = spark.createDataFrame(rows, "id int, x array<float>, hist array<bigint>")
+    monkeypatch.setattr(predict, "has_arrow_udf", lambda: arrow_udf)
+    got = Model(url).transform(df).orderBy("id").collect()
+    want = keras_model.predict({"x": x, "hist": tf.ragged.constant(hists, dtype=tf.int64)}, verbose=0)  # pyright: ignore[reportArgumentType] - tf_keras's verbose (see above)
+    np.testing.assert_allclose(np.array([r.prediction for r in got]), want[:, 0], rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.slow
 def test_predict_cli_table_to_table(spark, features, fitted, capsys):
     """`tfhadoop predict` in this process (the embedded Derby metastore admits one JVM): a new

@@ -36,23 +36,26 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from tfhadoop.errors import CommandError
+from tfhadoop.spark import serving
 
 log = logging.getLogger(__name__)
 
-SIGNATURE = "serving_default"
-_LOADED: dict = {}  # (model key) -> the serving function, per Python worker process
+_LOADED: dict = {}  # (model key) -> the serving call ({input: tensor} -> {output: tensor}), per Python worker
 
 
 @dataclass(frozen=True)
 class Feed:
     """How one model input is fed: from ``column``, ``width`` values per row (None: a scalar),
-    reshaped to ``shape`` (the input's shape after the batch dimension), as numpy ``dtype``."""
+    reshaped to ``shape`` (the input's shape after the batch dimension), as numpy ``dtype``;
+    ``kind`` "ragged": each row's list as it is (a ``tf.RaggedTensor``, empty lists included),
+    "sparse": the rows' values as a ``tf.SparseTensor`` of the input's width."""
 
     name: str
     column: str
     width: int | None
     shape: tuple
     dtype: str
+    kind: str = "dense"
 
 
 @dataclass(frozen=True)
@@ -89,22 +92,9 @@ def _tar(folder: str) -> bytes:
     return buf.getvalue()
 
 
-def _serving(folder: str):
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    import tensorflow as tf
-
-    loaded = tf.saved_model.load(folder)
-    if SIGNATURE not in loaded.signatures:
-        raise CommandError(f"the SavedModel has no {SIGNATURE!r} signature (signatures: "
-                           f"{', '.join(loaded.signatures) or 'none'})")
-    return loaded.signatures[SIGNATURE]
-
-
-def signature_specs(fn) -> tuple[dict, dict]:
-    """({input name: TensorSpec}, {output key: TensorSpec}) of a serving function."""
-    inputs = dict(fn.structured_input_signature[1])
-    outputs = dict(fn.structured_outputs)
-    return inputs, outputs
+def signature_specs(served) -> tuple[dict, dict]:
+    """({input name: spec}, {output key: TensorSpec}) of a :class:`serving.Serving`."""
+    return dict(served.inputs), dict(served.outputs)
 
 
 def _describe_column(t) -> str:
@@ -142,6 +132,17 @@ def plan_feeds(schema, inputs: dict, where: str) -> tuple[list[Feed], dict]:
             problems.append(f"the model needs column {name!r} ({want}), which {where} does not have")
             continue
         t = types[name]
+        kind = {"RaggedTensorSpec": "ragged", "SparseTensorSpec": "sparse"}.get(type(spec).__name__, "dense")
+        if kind == "ragged":
+            elem = t.elementType if isinstance(t, ArrayType) else None
+            if elem is None or spec.shape.rank != 2 or not (
+                    isinstance(elem, (StringType, BinaryType)) if is_string else isinstance(elem, numeric)):
+                problems.append(f"column {name!r} is {_describe_column(t)} but the model input {name!r} is a "
+                                f"ragged list of {want.split()[0]} (an array column feeds it)")
+                continue
+            feeds.append(Feed(name, name, None, (), "object" if is_string else spec.dtype.as_numpy_dtype.__name__,
+                              "ragged"))
+            continue
         elem, width = t, None
         if is_vector(t):
             vectors[name] = "vector"
@@ -167,7 +168,7 @@ def plan_feeds(schema, inputs: dict, where: str) -> tuple[list[Feed], dict]:
             problems.append(f"column {name!r} is {_describe_column(t)} but the model input {name!r} is {want}")
             continue
         dtype = "object" if is_string else spec.dtype.as_numpy_dtype.__name__
-        feeds.append(Feed(name, name, width, shape, dtype))
+        feeds.append(Feed(name, name, width, shape, dtype, kind))
     if problems:
         raise CommandError("; ".join(problems) + f" (columns: {columns})")
     return feeds, vectors
@@ -240,7 +241,7 @@ def _model(key: str, payload, loads) -> Callable[..., dict]:
         folder = tempfile.mkdtemp(prefix="tfhadoop-model-")
         with tarfile.open(fileobj=io.BytesIO(payload.value), mode="r") as tar:
             tar.extractall(folder, filter="data")
-        fn = _serving(folder)
+        fn = serving.load(folder).call
         _LOADED[key] = fn
         loads.add(1)
         # PySpark's daemon runs a full gc.collect() after every task of a reused worker; with
@@ -251,8 +252,19 @@ def _model(key: str, payload, loads) -> Callable[..., dict]:
     return fn
 
 
+def _tensor(tf, values, feed: Feed):
+    """The tensor a feed's input takes from :func:`_column_array`'s values."""
+    if feed.kind == "ragged":
+        flat, lengths = values
+        return tf.RaggedTensor.from_row_lengths(tf.constant(flat), tf.constant(lengths, tf.int64))
+    if feed.kind == "sparse":
+        return tf.sparse.from_dense(tf.constant(values))
+    return tf.constant(values)
+
+
 def _column_array(arr, feed: Feed):
-    """An Arrow column as a numpy array of (rows, *feed.shape); nulls and ragged rows are errors."""
+    """An Arrow column as a numpy array of (rows, *feed.shape), or for a ragged feed its flat values
+    and row lengths; nulls (and rows of another length than a dense input's) are errors."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -263,13 +275,15 @@ def _column_array(arr, feed: Feed):
         raise ValueError(f"column {feed.column!r} has {arr.null_count} null values in a batch; "
                          f"the model input {feed.name!r} needs a value in every row (filter or fill them first)")
     n = len(arr)
-    if feed.width is None:
+    if feed.width is None and feed.kind != "ragged":
         values = arr.to_numpy(zero_copy_only=False)
         return values.astype(feed.dtype, copy=False).reshape((n, *feed.shape))
     lengths = pc.call_function("list_value_length", [arr]).to_numpy(zero_copy_only=False)  # named: pc's functions are made at import
     flat = arr.flatten()
     if flat.null_count:
         raise ValueError(f"column {feed.column!r} holds null elements; the model input {feed.name!r} cannot take them")
+    if feed.kind == "ragged":
+        return flat.to_numpy(zero_copy_only=False).astype(feed.dtype, copy=False), lengths.astype(np.int64)
     want = feed.width if feed.width is not None else (int(lengths[0]) if n else 0)
     bad = np.nonzero(lengths != want)[0]
     if len(bad):
@@ -300,7 +314,7 @@ def score_arrays(columns, key: str, payload, loads, feeds: list[Feed], outputs: 
     import tensorflow as tf
 
     fn = _model(key, payload, loads)
-    result = fn(**{f.name: tf.constant(_column_array(c, f)) for f, c in zip(feeds, columns)})
+    result = fn({f.name: _tensor(tf, _column_array(c, f), f) for f, c in zip(feeds, columns)})
     return [_to_arrow(result[o.key].numpy(), o) for o in outputs]
 
 
@@ -352,7 +366,7 @@ class Scorer:
         self.local = tempfile.mkdtemp(prefix="tfhadoop-model-driver-")
         folder = os.path.join(self.local, "model")
         self.qualified = fetch_model(spark, url, folder)
-        self.inputs, self.outputs = signature_specs(_serving(folder))
+        self.inputs, self.outputs = signature_specs(serving.load(folder))
         self.key = f"{self.qualified}#{uuid.uuid4().hex}"
         self.payload = spark.sparkContext.broadcast(_tar(folder))
         self.model_loads = spark.sparkContext.accumulator(0)
