@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -227,8 +228,13 @@ def test_unsplit_dataset_status_follow_kill_and_jobs(hadoop_cluster, tmp_path):
                             capture_output=True, text=True, timeout=120)
     assert status.returncode == 0 and "KILLED" in status.stdout, status.stderr[-2000:]
     assert "progress: last checkpoint at epoch" in status.stdout and "cluster_up" in status.stdout, status.stdout
+    # What each container used (issue 31 §2), after the job: memory peak against what it asked
+    assert "resources (latest sample):" in status.stdout, status.stdout
+    assert re.search(r"worker:0: memory peak \d+ MB of \d+ MB asked \(\d+ %\)", status.stdout), status.stdout
+    assert re.search(r"ps:0: memory peak \d+ MB of \d+ MB asked", status.stdout), status.stdout
     html = (tmp_path / "report.html").read_text()
     assert app_id in html and "cluster_up" in html and "<svg" in html
+    assert '<div id="resources"><table>' in html and "peak memory" in html, html[-3000:]
     dom = chromium(f"file://{tmp_path / 'report.html'}", tmp_path, "report")
     assert "KILLED" in dom and "<polyline" in dom and "container" in dom
     # The history (issue 31 §3): a finished job is no longer among the running ones, and --all

@@ -31,7 +31,8 @@ class Sampler:
         if raw is None or raw == self.last:
             return
         self.at, self.last = time.monotonic(), raw
-        s = {**json.loads(raw.decode()), "workers_alive": workers_alive, "app": self.app_id}
+        s = {**json.loads(raw.decode()), "workers_alive": workers_alive, "app": self.app_id,
+             "resources": self.resources()}
         self.samples.append(s)
         try:
             from tfhadoop.connectors import hdfs
@@ -39,6 +40,21 @@ class Sampler:
             hdfs.append_bytes(self.url, (json.dumps(s) + "\n").encode())
         except Exception as exc:  # noqa: BLE001 - the live page still has the samples
             print(f"cannot append to {self.url}: {exc}", flush=True)
+
+
+    def resources(self) -> dict:
+        """Each container's latest ``res/<role>/<slot>`` report, keyed ``<role>/<slot>``."""
+        try:
+            found = self.app.kv.get_prefix(protocol.KV_RESOURCES)
+        except Exception:  # noqa: BLE001 - a sample without them
+            return {}
+        out = {}
+        for key, raw in found.items():
+            try:
+                out[key[len(protocol.KV_RESOURCES):]] = json.loads(raw.decode())
+            except ValueError:
+                continue
+        return out
 
 
 def live_state(master) -> dict:

@@ -97,6 +97,13 @@ def status(args) -> int:
                   f"{p['examples_per_s']} examples/s, workers alive {st.get('workers_alive')}")
     for c in st["containers"]:
         print(f"  {c['service']:6} {c['id']:10} {c['state']:9} {c['yarn']} on {c['host']}")
+    from tfhadoop.trainer.resources import latest_resources, lines
+
+    used = latest_resources(st.get("samples") or [])
+    if used:
+        print("resources (latest sample):")
+        for line in lines(used, st["job"]):
+            print("  " + line)
     if st["events"]:
         print("events:")
         for e in st["events"]:

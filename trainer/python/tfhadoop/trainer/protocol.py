@@ -58,6 +58,7 @@ KV_ADDR = "addr/"  # addr/<role>/<slot>: host:port a server listens on (kv_addr)
 KV_UP = "up/"  # up/<role>/<slot>: the server serves (kv_up)
 KV_HEARTBEAT = "hb/"  # hb/<role>/<slot>: "<container id> <count>", bumped every HEARTBEAT_S by the role (kv_heartbeat)
 HEARTBEAT_S = 2.0  # a role that stops bumping its heartbeat for --hang-timeout s is killed and replaced
+KV_RESOURCES = "res/"  # res/<role>/<slot>: {"container", "rss_mb", "peak_rss_mb", ...} every HEARTBEAT_S (resources.py)
 # The coordinator's watchdog report: {"pid", "phase", "mark", "beat"} (trainer/python/tfhadoop/trainer/phases.py).
 # "beat" is bumped every HEARTBEAT_S by a thread (silent for --hang-timeout s: hung); "mark" when it
 # enters a phase or makes progress in it (one phase longer than its --phase-timeouts limit: stuck).
@@ -145,6 +146,10 @@ def kv_up(role: str, slot: int) -> str:
 
 def kv_heartbeat(role: str, slot: int) -> str:
     return f"{KV_HEARTBEAT}{role}/{slot}"
+
+
+def kv_resources(role: str, slot: int) -> str:
+    return f"{KV_RESOURCES}{role}/{slot}"
 
 
 def kv_ring_exit(slot: int) -> str:

@@ -10,6 +10,7 @@ import json
 import time
 
 from tfhadoop.trainer import protocol
+from tfhadoop.trainer.resources import latest_resources
 
 K = protocol.EventKind
 LOST = (K.CONTAINER_LOST,)
@@ -70,6 +71,12 @@ def render(st: dict, live: bool = False) -> str:
         progress = f"last checkpoint: epoch {_esc(p.get('epoch'))} &middot; step {_esc(p.get('steps'))}"
     containers = _table([(c.get("service"), c.get("id"), c.get("state"), c.get("yarn"), c.get("host"))
                          for c in st.get("containers") or []], ["role", "container", "state", "YARN container", "node"])
+    used = latest_resources(samples)
+    asked = {role: job.get(f"{role}_memory") for role in ("ps", "worker")}
+    resources = _table([(k.replace("/", ":"), r.get("container", ""), f"{r['peak_rss_mb']:.0f} MB",
+                         asked.get(k.split("/")[0]) or "", f"{r['avg_rss_mb']:.0f} MB", f"{r['avg_cpu_pct']:.0f} %")
+                        for k, r in sorted(used.items())],
+                       ["role", "container", "peak memory", "asked", "average memory", "average CPU (of a core)"])
     timeline = _table([(time.strftime("%H:%M:%S", time.localtime(e.get("time", 0))), e.get("event"), e.get("role", ""),
                         e.get("slot", ""), json.dumps({k: v for k, v in e.items()
                                                        if k not in ("time", "event", "role", "slot", "cluster", "app")})[:300])
@@ -92,6 +99,7 @@ h3{{margin:.3em 0;font-size:14px}} #state{{font-weight:bold}}</style></head><bod
 {plot(samples, 'examples_per_s', 'examples/s', events)}
 {plot(samples, 'workers_alive', 'workers alive (dashed: losses red, replacements green)', events)}
 <h2>Containers</h2>{containers}
+<h2>Resources</h2><div id="resources">{resources if used else 'no samples yet'}</div>
 <h2>Events</h2><div id="events">{timeline}</div>
 {('<h2>Final metrics</h2>' + final) if final else ''}
 <h2>Job</h2>{_table(spec_rows, ['setting', 'value'])}

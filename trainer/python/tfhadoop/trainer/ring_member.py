@@ -129,7 +129,8 @@ def main() -> int:
     os.environ["CUDA_VISIBLE_DEVICES"] = gpu_devices()
     app = skein.ApplicationClient.from_current()
     container = os.environ.get(protocol.ENV_SKEIN_CONTAINER_ID, "")
-    heartbeat(app, protocol.kv_heartbeat("worker", slot), container, protocol.HEARTBEAT_S)
+    heartbeat(app, protocol.kv_heartbeat("worker", slot), container, protocol.HEARTBEAT_S,
+              protocol.kv_resources("worker", slot))  # the tree: this supervisor and its training process
     # the node's name as YARN knows it (NM_HOST), as the PS mode's roles publish: getfqdn() may name
     # another interface of a multi-homed host, or localhost
     address = f"{node_host()}:{usable_port('worker', slot, port)}"

@@ -57,12 +57,18 @@ def node_host() -> str:
     return os.environ.get("NM_HOST") or socket.getfqdn()
 
 
-def heartbeat(app, key: str, container: str, period: float) -> None:
+def heartbeat(app, key: str, container: str, period: float, resources_key: str | None = None) -> None:
     """Bump ``key`` every ``period`` s from a daemon thread, for the master's hang detection: a
     process that is stopped (SIGSTOP, a dead NFS mount, swapped out) stops bumping it, and the
     master kills and replaces it after ``--hang-timeout`` s. A failed write is retried next time
-    (the master's key-value store may be restarting with a new application attempt)."""
+    (the master's key-value store may be restarting with a new application attempt). With
+    ``resources_key`` each beat also publishes what this container's processes use
+    (``resources.Usage``: memory now, peak and average, CPU)."""
     import threading
+
+    from tfhadoop.trainer.resources import Usage
+
+    use = Usage() if resources_key else None
 
     def beat():
         n = 0
@@ -70,6 +76,9 @@ def heartbeat(app, key: str, container: str, period: float) -> None:
             n += 1
             try:
                 app.kv[key] = f"{container} {n}".encode()
+                if use is not None and resources_key:
+                    app.kv[resources_key] = json.dumps({"container": container, "time": time.time(),
+                                                        **use.sample()}).encode()
             except Exception:  # noqa: BLE001 - the next beat tries again
                 pass
             time.sleep(period)
@@ -87,7 +96,7 @@ def main() -> int:
     os.environ["CUDA_VISIBLE_DEVICES"] = gpu_devices()
     app = skein.ApplicationClient.from_current()
     container = os.environ.get(P.ENV_SKEIN_CONTAINER_ID, "")
-    heartbeat(app, P.kv_heartbeat(role, slot), container, P.HEARTBEAT_S)
+    heartbeat(app, P.kv_heartbeat(role, slot), container, P.HEARTBEAT_S, P.kv_resources(role, slot))
     port = usable_port(role, slot, port)
     address = f"{node_host()}:{port}"
     app.kv[P.kv_addr(role, slot)] = address.encode()
