@@ -71,3 +71,30 @@ def test_job_page_has_plots_marks_containers_and_events():
     assert page.count("<polyline") == 3 and 'class="workers_alive"' in page
     assert page.count('stroke="#d62728"') == 3 and page.count('stroke="#2ca02c"') == 3  # a mark on each plot
     assert "container_1" in page and "replacement_up" in page and 'http-equiv="refresh"' in page
+
+
+def test_plots_have_axes_ticks_units_epochs_and_the_eval_point():
+    """Issue 31 §4: what a person needs to read a chart: ticks on both axes with round values, the
+    unit, time as m:ss, the epoch boundaries, and a finished job's eval loss as a point."""
+    from tfhadoop.trainer import plots
+
+    assert plots.nice_ticks(0.013, 0.94) == [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
+    assert plots.nice_ticks(0, 95, 6) == [0, 20, 40, 60, 80, 100]
+    assert plots.nice_ticks(1, 2, integer=True) == [1, 2] and plots.number(10000) == "10,000"
+    assert plots.clock(75) == "1:15" and plots.clock(3725) == "1:02:05"
+    samples = [{"time": 1000 + 10 * i, "loss": 2.0 / (i + 1), "epoch": i // 3} for i in range(9)]
+    svg = plots.line_chart(samples, "loss", "training loss", "loss", {"container_lost": "#d62728"},
+                           [{"time": 1035, "event": "container_lost", "role": "worker", "slot": 0}], 0.3, "eval loss")
+    ticks = [t.split(">")[1].split("<")[0] for t in svg.split('class="ytick"')[1:]]
+    assert ticks == ["0", "0.5", "1", "1.5", "2"], ticks  # 0.22..2.0 and the eval point 0.3
+    assert [t.split(">")[1].split("<")[0] for t in svg.split('class="xtick"')[1:]] == ["0:00", "0:20", "0:40", "1:00", "1:20"]
+    assert svg.count('class="epoch"') == 2 and "epoch 1" in svg and "epoch 2" in svg
+    assert svg.count('class="mark"') == 1 and 'class="final"' in svg and "eval loss 0.3" in svg
+    assert ">loss</text>" in svg and "time since the first sample (m:ss)" in svg
+
+
+def test_event_details_read_as_words():
+    from tfhadoop.trainer import report
+
+    assert report.details({"time": 1, "event": "container_lost", "role": "worker", "slot": 1, "preempted": True,
+                           "exit_status": -102, "warned_s": 9.0}) == "preempted True; exit status -102; warned s 9.0"

@@ -6,10 +6,10 @@ Plain HTML with inline SVG: no scripts, nothing fetched."""
 from __future__ import annotations
 
 import html
-import json
 import time
 
 from tfhadoop.trainer import protocol
+from tfhadoop.trainer.plots import line_chart
 from tfhadoop.trainer.resources import latest_resources
 
 K = protocol.EventKind
@@ -22,35 +22,15 @@ def _esc(value) -> str:
     return html.escape(str(value))
 
 
-def plot(samples: list, key: str, title: str, events: list, width: int = 640, height: int = 160) -> str:
-    """One time series as an inline SVG line chart, with vertical marks at the marked events."""
-    points = [(s["time"], s[key]) for s in samples if s.get(key) is not None]
-    if len(points) < 2:
-        return f'<div class="plot"><h3>{_esc(title)}</h3><p>not enough samples yet</p></div>'
-    t0, t1 = points[0][0], max(points[-1][0], points[0][0] + 1)
-    lo, hi = min(v for _, v in points), max(v for _, v in points)
-    hi = hi if hi > lo else lo + 1
-    pad = 30
-
-    def x(t):
-        return pad + (t - t0) / (t1 - t0) * (width - 2 * pad)
-
-    def y(v):
-        return height - pad - (v - lo) / (hi - lo) * (height - 2 * pad)
-
-    line = " ".join(f"{x(t):.1f},{y(v):.1f}" for t, v in points)
-    marks = "".join(
-        f'<line x1="{x(e["time"]):.1f}" x2="{x(e["time"]):.1f}" y1="{pad}" y2="{height - pad}" '
-        f'stroke="{MARKED[e["event"]]}" stroke-dasharray="3,3"><title>{_esc(e["event"])}</title></line>'
-        for e in events if e.get("event") in MARKED and t0 <= e.get("time", 0) <= t1)
-    return (f'<div class="plot"><h3>{_esc(title)}</h3><svg width="{width}" height="{height}" '
-            f'xmlns="http://www.w3.org/2000/svg" class="{_esc(key)}">'
-            f'<rect x="{pad}" y="{pad}" width="{width - 2 * pad}" height="{height - 2 * pad}" fill="#fafafa" '
-            f'stroke="#ccc"/>{marks}<polyline fill="none" stroke="#333" stroke-width="1.5" points="{line}"/>'
-            f'<text x="2" y="{pad + 4}" font-size="10">{hi:.4g}</text>'
-            f'<text x="2" y="{height - pad}" font-size="10">{lo:.4g}</text>'
-            f'<text x="{width - pad}" y="{height - 8}" font-size="10" text-anchor="end">{t1 - t0:.0f} s</text>'
-            f'</svg></div>')
+def details(event: dict) -> str:
+    """An event's fields as ``name value`` pairs a person reads (no JSON), the long ones cut."""
+    parts = []
+    for k, v in event.items():
+        if k in ("time", "event", "role", "slot", "cluster", "app", "seq"):
+            continue
+        text = ", ".join(map(str, v)) if isinstance(v, list) else str(v)
+        parts.append(f"{k.replace('_', ' ')} {text[:120]}")
+    return "; ".join(parts)
 
 
 def _table(rows: list, headers: list) -> str:
@@ -77,11 +57,11 @@ def render(st: dict, live: bool = False) -> str:
                          asked.get(k.split("/")[0]) or "", f"{r['avg_rss_mb']:.0f} MB", f"{r['avg_cpu_pct']:.0f} %")
                         for k, r in sorted(used.items())],
                        ["role", "container", "peak memory", "asked", "average memory", "average CPU (of a core)"])
-    timeline = _table([(time.strftime("%H:%M:%S", time.localtime(e.get("time", 0))), e.get("event"), e.get("role", ""),
-                        e.get("slot", ""), json.dumps({k: v for k, v in e.items()
-                                                       if k not in ("time", "event", "role", "slot", "cluster", "app")})[:300])
-                       for e in events], ["time", "event", "role", "slot", "details"])
+    timeline = _table([(time.strftime("%H:%M:%S", time.localtime(e.get("time", 0))), e.get("event", "").replace("_", " "),
+                        e.get("role", ""), e.get("slot", ""), details(e)) for e in events],
+                      ["time", "event", "role", "slot", "details"])
     metrics = st.get("metrics") or {}
+    eval_loss = (metrics.get("eval") or {}).get("loss")
     final = _table(list((metrics.get("eval") or {}).items()), ["eval metric", "value"]) if metrics.get("eval") else ""
     result = st.get("result") or {}
     refresh = '<meta http-equiv="refresh" content="5">' if live else ""
@@ -95,9 +75,10 @@ h3{{margin:.3em 0;font-size:14px}} #state{{font-weight:bold}}</style></head><bod
 {('&middot; ' + _esc(result.get('diagnostics', ''))[:500]) if result else ''}</p>
 <p id="progress">{progress}</p>
 <h2>Plots</h2>
-{plot(samples, 'loss', 'training loss (per progress report)', events)}
-{plot(samples, 'examples_per_s', 'examples/s', events)}
-{plot(samples, 'workers_alive', 'workers alive (dashed: losses red, replacements green)', events)}
+{line_chart(samples, 'loss', 'training loss (mean over each progress report)', 'loss', MARKED, events,
+            eval_loss, 'eval loss (end of training)')}
+{line_chart(samples, 'examples_per_s', 'training throughput', 'examples/s', MARKED, events)}
+{line_chart(samples, 'workers_alive', 'workers alive', 'workers', MARKED, events, integer=True)}
 <h2>Containers</h2>{containers}
 <h2>Resources</h2><div id="resources">{resources if used else 'no samples yet'}</div>
 <h2>Events</h2><div id="events">{timeline}</div>

@@ -1,0 +1,111 @@
+"""Line charts for the job page a person can read (issue 31 §4): inline SVG with axes, ticks and
+units, time since the first sample on the x axis with the epochs marked, the final eval value as
+a point, and the job's losses, replacements and restarts as labelled vertical marks. No scripts,
+nothing fetched: the page works through the ResourceManager proxy and as a file."""
+from __future__ import annotations
+
+import html
+import math
+
+WIDTH, HEIGHT = 680, 200
+LEFT, RIGHT, TOP, BOTTOM = 56, 16, 14, 36  # room for the tick labels and the axis titles
+
+
+def _esc(value) -> str:
+    return html.escape(str(value))
+
+
+def nice_ticks(lo: float, hi: float, count: int = 5, integer: bool = False) -> list[float]:
+    """Round tick values covering ``lo``..``hi``: the finest step of 1, 2 or 5 times a power of ten
+    that needs at most ``count + 1`` ticks (at least 1 for a count of things: ``integer``)."""
+    if hi <= lo:
+        hi = lo + 1
+    power = 10 ** math.floor(math.log10((hi - lo) / count))
+    power = max(power, 1) if integer else power
+    for m in (1, 2, 5, 10, 20):
+        step = m * power
+        first, last = math.floor(lo / step + 1e-9), math.ceil(hi / step - 1e-9)
+        if last - first + 1 <= count + 1:
+            return [round(i * step, 12) for i in range(first, last + 1)]
+    raise AssertionError("unreachable: a step of 20 powers covers the range in 1 tick")
+
+
+def number(v: float) -> str:
+    """A tick label: thousands grouped, no exponent below a billion."""
+    return f"{v:,.0f}" if 1000 <= abs(v) < 1e9 else f"{v:.4g}"
+
+
+def clock(seconds: float) -> str:
+    """``m:ss`` (or ``h:mm:ss``) for an axis label."""
+    seconds = int(round(seconds))
+    h, m, s = seconds // 3600, seconds % 3600 // 60, seconds % 60
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
+
+
+def epoch_starts(samples: list) -> list[tuple[float, int]]:
+    """(time, epoch) where the samples' epoch changes: the epoch boundaries to mark."""
+    out, last = [], None
+    for s in samples:
+        e = s.get("epoch")
+        if e is not None and e != last and last is not None:
+            out.append((s["time"], e))
+        last = e if e is not None else last
+    return out
+
+
+def line_chart(samples: list, key: str, title: str, unit: str, marks: dict, events: list,
+               final: float | None = None, final_label: str = "", integer: bool = False) -> str:
+    """``samples``' ``key`` over time as an SVG chart titled ``title`` with a y axis in ``unit``;
+    ``marks``: event kind -> colour of its vertical mark; ``final``: a value drawn as a point at
+    the end (the eval loss of a finished job)."""
+    points = [(s["time"], float(s[key])) for s in samples if s.get(key) is not None and s.get("time") is not None]
+    if len(points) < 2:
+        return f'<div class="plot"><h3>{_esc(title)}</h3><p>not enough samples yet</p></div>'
+    t0, t1 = points[0][0], max(points[-1][0], points[0][0] + 1)
+    values = [v for _, v in points] + ([final] if final is not None else [])
+    yt = nice_ticks(min(values), max(values), integer=integer)
+    lo, hi = yt[0], yt[-1]
+    xt = nice_ticks(0, t1 - t0, 6)
+    t1 = t0 + max(xt[-1], 1)
+    plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+
+    def x(t):
+        return LEFT + (t - t0) / (t1 - t0) * plot_w
+
+    def y(v):
+        return TOP + plot_h - (v - lo) / (hi - lo) * plot_h
+
+    parts = [f'<rect x="{LEFT}" y="{TOP}" width="{plot_w}" height="{plot_h}" fill="#fafafa" stroke="#bbb"/>']
+    for v in yt:
+        parts.append(f'<line x1="{LEFT - 4}" x2="{LEFT + plot_w}" y1="{y(v):.1f}" y2="{y(v):.1f}" stroke="#eee"/>'
+                     f'<text class="ytick" x="{LEFT - 6}" y="{y(v) + 3:.1f}" font-size="10" text-anchor="end">'
+                     f'{number(v)}</text>')
+    for v in xt:
+        if t0 + v <= t1:
+            parts.append(f'<line x1="{x(t0 + v):.1f}" x2="{x(t0 + v):.1f}" y1="{TOP + plot_h}" '
+                         f'y2="{TOP + plot_h + 4}" stroke="#888"/><text class="xtick" x="{x(t0 + v):.1f}" '
+                         f'y="{TOP + plot_h + 15}" font-size="10" text-anchor="middle">{clock(v)}</text>')
+    for t, epoch in epoch_starts(samples):
+        parts.append(f'<line class="epoch" x1="{x(t):.1f}" x2="{x(t):.1f}" y1="{TOP}" y2="{TOP + plot_h}" '
+                     f'stroke="#999" stroke-dasharray="1,3"/><text x="{x(t) + 2:.1f}" y="{TOP + 9}" '
+                     f'font-size="9" fill="#666">epoch {epoch}</text>')
+    for e in events:
+        if e.get("event") in marks and t0 <= e.get("time", 0) <= t1:
+            parts.append(f'<line class="mark" x1="{x(e["time"]):.1f}" x2="{x(e["time"]):.1f}" y1="{TOP}" '
+                         f'y2="{TOP + plot_h}" stroke="{marks[e["event"]]}" stroke-dasharray="4,3">'
+                         f'<title>{_esc(e["event"])} {_esc(e.get("role", ""))} {_esc(e.get("slot", ""))}</title></line>')
+    line = " ".join(f"{x(t):.1f},{y(v):.1f}" for t, v in points)
+    parts.append(f'<polyline fill="none" stroke="#333" stroke-width="1.5" points="{line}"/>')
+    if final is not None:
+        parts.append(f'<circle class="final" cx="{x(points[-1][0]):.1f}" cy="{y(final):.1f}" r="4" fill="#e8710a">'
+                     f'<title>{_esc(final_label)} {final:.4g}</title></circle>')
+    parts.append(f'<text x="{LEFT + plot_w / 2:.0f}" y="{HEIGHT - 4}" font-size="10" text-anchor="middle">'
+                 f'time since the first sample (m:ss)</text>'
+                 f'<text x="12" y="{TOP + plot_h / 2:.0f}" font-size="10" text-anchor="middle" '
+                 f'transform="rotate(-90 12 {TOP + plot_h / 2:.0f})">{_esc(unit)}</text>')
+    legend = "".join(f'<span style="color:{c}">&#9478; {_esc(k.replace("_", " "))}</span> ' for k, c in marks.items())
+    if final is not None:
+        legend += f'<span style="color:#e8710a">&#9679; {_esc(final_label)}</span>'
+    return (f'<div class="plot"><h3>{_esc(title)}</h3><svg width="{WIDTH}" height="{HEIGHT}" '
+            f'xmlns="http://www.w3.org/2000/svg" class="{_esc(key)}">{"".join(parts)}</svg>'
+            f'<div class="legend">{legend}</div></div>')
