@@ -10,7 +10,7 @@ from argparse import Namespace
 
 import pytest
 
-from tests.trainer import tensorboard_http as tb
+from tests import tensorboard_http as tb
 from tfhadoop.errors import CommandError
 from tfhadoop.trainer import jobdir, protocol
 from tfhadoop.trainer import tensorboard_cli as cli

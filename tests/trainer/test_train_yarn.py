@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.trainer import jobs, tensorboard_http
+from tests import tensorboard_http
+from tests.trainer import jobs
 from tests.trainer import trainer_test_models as models
 from tests.trainer.preemption import hold_containers, preempt_a_worker, start_preemptible_job
 
@@ -66,10 +67,10 @@ def test_two_workers_one_ps_train_export_and_predict(hadoop_cluster, dataset, tm
     # ... and `tfhadoop tensorboard APP` serves those very scalars (the job found from its id).
     app_id = next(line.split()[1] for line in proc.stdout.splitlines() if line.startswith("application "))
     with tensorboard_http.serve(app_id, "--port", "0") as url:
-        tensorboard_http.wait_loaded(url, {run: set(tags) for run, tags in scalars.items()})
-        for run, tags in scalars.items():
+        tensorboard_http.wait_loaded(url, {split: set(tags) for split, tags in scalars.items()})
+        for split, tags in scalars.items():
             for tag, written in tags.items():
-                assert tensorboard_http.scalars(url, run, tag) == written, (run, tag)
+                assert tensorboard_http.scalars(url, split, tag) == written, (split, tag)
     events = [e["event"] for e in jobs.events(run)]
     assert events[:2] == ["cluster_up", "coordinator_started"] and events[-1] == "finished"
     # Each worker got one yarn.io/gpu; without a GPU plugin YARN sets no device list, so the role

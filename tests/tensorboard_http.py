@@ -16,10 +16,10 @@ from tests.waiting import wait_for
 
 
 @contextlib.contextmanager
-def serve(*argv: str, timeout: float = 180):
-    """Start ``tfhadoop tensorboard *argv``; yield the URL it prints. On leaving, Ctrl-C (SIGINT)
-    must stop it with status 0 within 30 s."""
-    proc = subprocess.Popen([sys.executable, "-m", "tfhadoop", "tensorboard", *argv],
+def serve(*argv: str, env: dict | None = None, timeout: float = 180):
+    """Start ``tfhadoop tensorboard *argv`` (in ``env``); yield the URL it prints. On leaving,
+    Ctrl-C (SIGINT) must stop it with status 0 within 30 s."""
+    proc = subprocess.Popen([sys.executable, "-m", "tfhadoop", "tensorboard", *argv], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     lines: queue.Queue[str] = queue.Queue()
     err: list[str] = []
