@@ -62,6 +62,11 @@ setup(
         "tqdm",
         "pyyaml",
     ],
-    extras_require={"test": ["pytest", "pytest-timeout", "hypothesis"]},
+    extras_require={
+        "test": ["pytest", "pytest-timeout", "hypothesis"],
+        # `tfhadoop tensorboard`: TensorFlow 2.21 no longer pulls TensorBoard in, and the trainer's
+        # containers write event files without it (trainer/summaries.py).
+        "tensorboard": ["tensorboard==2.21.0"],
+    },
     entry_points={"console_scripts": ["tfhadoop = tfhadoop.cli:main"]},
 )

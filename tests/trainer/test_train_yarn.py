@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import tensorboard_http
 from tests.trainer import jobs
 from tests.trainer import trainer_test_models as models
 from tests.trainer.preemption import hold_containers, preempt_a_worker, start_preemptible_job
@@ -64,6 +65,13 @@ def test_two_workers_one_ps_train_export_and_predict(hadoop_cluster, dataset, tm
     losses = scalars["train"]["loss"]
     assert len(losses) >= 2 and losses[-1][1] < losses[0][1], losses
     assert scalars["eval"]["mae"][0][0] == losses[-1][0] == metrics["steps"]
+    # ... and `tfhadoop tensorboard APP` serves those very scalars (the job found from its id).
+    app_id = next(line.split()[1] for line in proc.stdout.splitlines() if line.startswith("application "))
+    with tensorboard_http.serve(app_id, "--port", "0") as url:
+        tensorboard_http.wait_loaded(url, {split: set(tags) for split, tags in scalars.items()})
+        for split, tags in scalars.items():
+            for tag, written in tags.items():
+                assert tensorboard_http.scalars(url, split, tag) == written, (split, tag)
     events = [e["event"] for e in jobs.events(run)]
     assert events[:2] == ["cluster_up", "coordinator_started"] and events[-1] == "finished"
     # Each worker got one yarn.io/gpu; without a GPU plugin YARN sets no device list, so the role
@@ -211,6 +219,7 @@ def test_unsplit_dataset_status_follow_kill_and_jobs(hadoop_cluster, tmp_path):
     assert status.returncode == 0 and f"{app_id} tfhadoop-train RUNNING" in status.stdout, status.stderr[-2000:]
     assert "progress: epoch" in status.stdout and "coordinator_started" in status.stdout, status.stdout
     assert "worker " in status.stdout and " RUNNING " in status.stdout  # the containers
+    assert f"TensorBoard: tfhadoop tensorboard {app_id}\n" in status.stdout, status.stdout
     # The live job page, through the ResourceManager's proxy, in a real browser.
     page = next(line.split()[2] for line in status.stdout.splitlines() if line.startswith("job page "))
     assert "/proxy/" + app_id in page, page

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import tensorboard_http
 from tfhadoop.yarn.embedded import ClusterOptions, EmbeddedCluster
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
@@ -163,6 +164,31 @@ def test_keytab_login_and_a_second_user_cannot_read_the_first_users_files(secure
     proc, secs = _tfh(env, "records", "count", url, "--principal", info["other_principal"],
                       "--keytab", info["other_keytab"])
     _one_line_error(proc, secs, "Permission denied: user=intruder", f'inode="/user/{user}"')
+
+
+WRITE_SCALARS = """
+import sys
+import tfhadoop.tfhdfs
+from tfhadoop.trainer.summaries import Summaries
+summaries = Summaries(sys.argv[1])
+summaries.scalars("train", 3, {"loss": 0.5})
+summaries.close()
+"""
+
+
+def test_tensorboard_reads_the_event_files_with_a_ticket(secure_cluster, tmp_path):
+    """`tfhadoop tensorboard --logdir` on the Kerberized HDFS: one line without a ticket; with one,
+    TensorBoard reads the event files through the tfhdfs plugin (GSSAPI) and serves their scalars."""
+    cluster, info = secure_cluster
+    env = _env(cluster, info, tmp_path / "cc")
+    _kinit(env, info["principal"], info["keytab"])
+    logdir = f"hdfs:///user/{info['principal'].split('@')[0]}/job/tensorboard"
+    _py(env, WRITE_SCALARS, logdir)
+    proc, secs = _tfh(_env(cluster, info, None), "tensorboard", "--logdir", logdir, "--port", "0")
+    _one_line_error(proc, secs, f"no Kerberos ticket for {info['fs_default']}")
+    with tensorboard_http.serve("--logdir", logdir, "--port", "0", env=env) as url:
+        tensorboard_http.wait_loaded(url, {"train": {"loss"}})
+        assert tensorboard_http.scalars(url, "train", "loss") == [(3, 0.5)]
 
 
 CONTAINER_CHECK = """

@@ -24,6 +24,13 @@ def lookup(default_fs: str, app_id: str) -> dict | None:
         return None
 
 
+def find(default_fs: str, app: str) -> dict | None:
+    """The registry entry of ``app``: an application id, or else the newest job named ``app``
+    (``--name``); None when neither is this user's."""
+    entry = lookup(default_fs, app) if app.startswith("application_") else None
+    return entry or next((e for e in entries(default_fs) if (e.get("job") or {}).get("name") == app), None)
+
+
 def entries(default_fs: str) -> list[dict]:
     """All of this user's registered jobs, newest first."""
     out = []

@@ -88,6 +88,7 @@ def status(args) -> int:
         job = st["job"]
         print(f"job: model {job.get('model')}, data {job.get('data')}, workers {job.get('workers')}, "
               f"ps {job.get('ps')}; job dir {st['job_dir']}")
+        print(f"TensorBoard: tfhadoop tensorboard {st['app']}")
     p = st["progress"]
     if p:
         if p.get("checkpoint"):
