@@ -8,6 +8,9 @@ def print_summary(manifest: dict, output: str) -> None:
           f"in {manifest['export_seconds']:.1f} s: {len(sizes)} shards, {min(sizes)}..{max(sizes)} records each")
     for name, s in manifest["splits"].items():
         print(f"  {name}: {s['records']} records in {len(s['files'])} files")
+    if manifest.get("rewritten_from"):
+        print(f"  rewritten from a {manifest['rewritten_from']['compression']} dataset: records copied as they "
+              "were, splits, parse spec and label kept")
     if manifest["compression"] == "none":
         print("  uncompressed, each shard with a record index: a trainer task starts at a byte offset. "
               "--compression gzip stores 3-5x less for tf.Examples of numeric features, but every task "

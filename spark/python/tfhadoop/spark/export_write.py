@@ -12,7 +12,7 @@ from tfhadoop.spark.export_options import ExportOptions
 class DatasetFS:
     def __init__(self, spark, path: str):
         jvm = spark._jvm
-        self._jvm = jvm
+        self.jvm = jvm
         self._conf = spark._jsc.hadoopConfiguration()
         self.root = jvm.org.apache.hadoop.fs.Path(path)
         self.fs = self.root.getFileSystem(self._conf)
@@ -21,15 +21,16 @@ class DatasetFS:
     def path(self, *parts):
         p = self.root
         for part in parts:
-            p = self._jvm.org.apache.hadoop.fs.Path(p, part)
+            p = self.jvm.org.apache.hadoop.fs.Path(p, part)
         return p
 
     def sibling(self, name):
-        return self._jvm.org.apache.hadoop.fs.Path(self.root.getParent(), name)
+        return self.jvm.org.apache.hadoop.fs.Path(self.root.getParent(), name)
 
 
-def finalize_files(spark, target: str, split: str, stats, opts: ExportOptions) -> list:
-    """Rename the data source's part files to part-NNNNN-of-MMMMM per directory; record counts."""
+def finalize_files(spark, target: str, split: str, stats, opts: ExportOptions, prefix: str | None = None) -> list:
+    """Rename the data source's part files to part-NNNNN-of-MMMMM per directory; record counts.
+    ``prefix``: the files' directory in the dataset (default: the split's)."""
     jvm = spark._jvm
     root = jvm.org.apache.hadoop.fs.Path(target)
     fs = root.getFileSystem(spark._jsc.hadoopConfiguration())
@@ -59,7 +60,7 @@ def finalize_files(spark, target: str, split: str, stats, opts: ExportOptions) -
             if not fs.rename(st.getPath(), dst):
                 raise CommandError(f"could not rename {st.getPath()} to {dst}")
             _rename_index(jvm, fs, st.getPath(), dst)
-            rel = "/".join(p for p in (split, part_dir, name) if p)
+            rel = "/".join(p for p in (split if prefix is None else prefix, part_dir, name) if p)
             records = counts.get((part_dir, pid))
             if records is None:
                 raise CommandError(f"no record count for {rel} (partition {pid}, dir {part_dir!r})")
@@ -89,5 +90,14 @@ def write_text(out: DatasetFS, path, text: str) -> None:
     stream = out.fs.create(path, True)
     try:
         stream.write(bytearray(text.encode()))
+    finally:
+        stream.close()
+
+
+def read_text(fs: DatasetFS, path) -> str:
+    """A small file's text (a manifest), read with the session's Hadoop configuration."""
+    stream = fs.fs.open(path)
+    try:
+        return bytes(fs.jvm.org.apache.hadoop.io.IOUtils.readFullyToByteArray(stream)).decode()
     finally:
         stream.close()
