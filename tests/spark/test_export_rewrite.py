@@ -101,15 +101,18 @@ def test_gzip_dataset_rewritten_uncompressed_keeps_records_and_manifest_and_trai
     assert _examples(new_url, new, tmp_path) == _examples(old_url, old, tmp_path)
     assert {k: new.get(k) for k in KEPT} == {k: old.get(k) for k in KEPT}
 
-    # how the trainer plans: every train shard has its index, so every task starts at a byte offset
-    # (skip >= 0 after an index entry); the gzip dataset's tasks read from the shard start (skip -1)
+    # how the trainer plans: every train shard has its index, so every task starts at an index entry's
+    # byte offset (skip >= 0 after it); the gzip dataset's tasks read from the shard start (skip -1).
+    # These ~20 kB shards hold one entry (offset 0; one per ~1 MiB): bench_task_offsets --from-export
+    # measures starts deep in a 1M-record shard.
     new_m, old_m = dataset.load(new_url), dataset.load(old_url)
     new_idx, old_idx = dataset.load_indexes(new_m, "train"), dataset.load_indexes(old_m, "train")
     assert new_idx and all(i is not None for i in new_idx.values()), new_idx
     assert dataset.slow_path_note(new_m, new_idx) is None
     tasks = plan_epoch(new_m, "train", task_records=100, indexes=new_idx)
-    assert all(t.skip >= 0 for t in tasks) and max(t.offset for t in tasks) > 0
+    assert all(t.skip >= 0 and t.skip == t.start for t in tasks), tasks[:3]
     assert all(i is None for i in old_idx.values())
+    assert all(t.skip == -1 for t in plan_epoch(old_m, "train", task_records=100, indexes=old_idx))
     assert dataset.rewrite_command(old_url) in (dataset.slow_path_note(old_m, old_idx) or "")
 
 
