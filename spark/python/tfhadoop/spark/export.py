@@ -20,8 +20,9 @@ Why it is built this way:
 
 The job is split by role: export_options (flags, ExportOptions), export_plan (source, checks,
 splits, shard counts), export_profile (the one aggregate), export_schema (Arrow schema, manifest),
-export_write (file names, index sidecars), export_job (staging and commit), export_summary (what
-is printed). This module is the command and the spark-submit entry point; the names it re-exports
+export_write (file names, index sidecars), export_job (staging and commit), export_rewrite (a
+tfhadoop dataset as the input: records copied into another compression), export_summary (what is
+printed). This module is the command and the spark-submit entry point; the names it re-exports
 are the public import path.
 """
 from __future__ import annotations
