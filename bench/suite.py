@@ -58,6 +58,9 @@ REST = [
           ("--records", "8000", "--epochs", "2", "--workers", "1"), 24),
     Bench("bench_task_overhead", ("--tasks", "600", "--repeat", "7"), ("--tasks", "20", "--repeat", "2"), 2),
     Bench("bench_task_offsets", (), ("--records", "20000", "--shard-sizes", "10000,20000"), 4),
+    # the default export's own output (issue 32): 2.2 min (history: 2026-11-27 11:45)
+    Bench("bench_task_offsets", ("--from-export", "--records", "1000000", "--shard-sizes", "1000000,100000"),
+          ("--from-export", "--records", "20000", "--shard-sizes", "20000"), 2.5),
     Bench("bench_split_index", ("--rows", "4000000", "--repeat", "2", "--nested-mb", "256"),
           ("--rows", "20000", "--repeat", "1", "--nested-mb", "170"), 6),
     Bench("bench_allreduce", ("--parts", "preemption,goodput", "--goodput-epochs", "80", "--preempt-every", "120"),

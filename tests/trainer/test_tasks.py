@@ -94,3 +94,21 @@ def test_ledger_counts_completed_tasks_once_and_survives_a_checkpoint():
     for t in restored.remaining(tasks):
         restored.record(t, t.count)
     assert restored.complete() and restored.examples == 601
+
+
+def test_slow_path_note_names_the_rewrite_command_and_input_report_counts_indexed_shards():
+    from tfhadoop.trainer.training_common import input_report
+
+    gz = mf.parse(_manifest(), "hdfs://nn:8020/d")
+    unindexed = {s.path: None for s in gz.split("train")}
+    note = mf.slow_path_note(gz, unindexed)
+    assert note is not None and "3 of 3 train shards are gzip-compressed" in note
+    assert ("tfhadoop export --input hdfs://nn:8020/d --input-format tfrecord --compression none "
+            "--output hdfs://nn:8020/d-indexed") in note
+    assert input_report(unindexed) == {"train_shards": 3, "indexed_shards": 0}
+    plain = mf.parse({**_manifest(), "compression": "none"}, "hdfs://nn:8020/d")
+    indexed = {s.path: ([0], [0]) for s in plain.split("train")}
+    assert mf.slow_path_note(plain, indexed) is None
+    assert input_report(indexed) == {"train_shards": 3, "indexed_shards": 3}
+    older = {**indexed, "part-00002-of-00004.tfrecord.gz": None}  # uncompressed, written before indexes
+    assert "1 of 3 train shards are without a record index" in (mf.slow_path_note(plain, older) or "")

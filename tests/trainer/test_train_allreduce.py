@@ -52,6 +52,7 @@ def test_two_workers_allreduce_train_export_and_predict(hadoop_cluster, dataset,
     assert [e["examples"] for e in metrics["epochs"]] == [2400, 2400]  # exactly once per epoch
     # 2400 records in tasks of 300 = 8 tasks, 4 rounds of 2 workers, 10 steps of 32 per round.
     assert metrics["steps"] == 2 * 4 * 10
+    assert metrics["input"] == {"train_shards": 4, "indexed_shards": 4}  # every task starts at a byte offset
     mse, constant = jobs.exported_model_mse(run, tmp_path)
     assert mse < 0.05 * constant, (mse, constant)
     events = jobs.events(run)

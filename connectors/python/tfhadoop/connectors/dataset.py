@@ -261,3 +261,22 @@ def load_indexes(manifest: Manifest, split: str | None, threads: int = 8) -> dic
 
     with ThreadPoolExecutor(max(1, min(threads, len(shards)))) as pool:
         return dict(pool.map(one, shards))
+
+
+def rewrite_command(dataset_dir: str) -> str:
+    """The command that rewrites a dataset uncompressed with record indexes, so that trainer tasks
+    start at a byte offset (``tfhadoop export`` copies a dataset's records, splits and manifest)."""
+    return (f"tfhadoop export --input {dataset_dir} --input-format tfrecord --compression none "
+            f"--output {dataset_dir.rstrip('/')}-indexed")
+
+
+def slow_path_note(manifest: Manifest, indexes: dict) -> str | None:
+    """One line saying that tasks in ``indexes``' unindexed shards read from the shard start, and
+    how to fix it; None when every shard has its index (``indexes``: :func:`load_indexes`)."""
+    unindexed = sorted(p for p, i in indexes.items() if i is None)
+    if not unindexed:
+        return None
+    why = f"{manifest.compression}-compressed" if manifest.compression != "none" else "without a record index"
+    return (f"note: {len(unindexed)} of {len(indexes)} train shards are {why} (e.g. {unindexed[0]}): each task "
+            f"reads its shard from the start up to its first record, slower the later it starts; "
+            f"`{rewrite_command(manifest.root)}` rewrites the dataset so that tasks start at a byte offset")

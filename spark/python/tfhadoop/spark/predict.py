@@ -118,7 +118,7 @@ def plan_feeds(schema, inputs: dict, where: str) -> tuple[list[Feed], dict]:
         StringType,
     )
 
-    from tfhadoop.spark.export import is_vector
+    from tfhadoop.spark.export_plan import is_vector
 
     numeric = (ByteType, ShortType, IntegerType, LongType, FloatType, DoubleType, BooleanType)
     types = {f.name: f.dataType for f in schema.fields}
@@ -463,7 +463,7 @@ def check_output(spark, args) -> None:
 
 def run_predict(spark, args) -> dict:
     """Score the input with the model and write the output; returns counts for the summary."""
-    from tfhadoop.spark.export import Source, load_source
+    from tfhadoop.spark.export_plan import Source, load_source
 
     sources = [s for s in (args.table, args.query, args.input) if s]
     if len(sources) != 1:

@@ -71,12 +71,12 @@ def train(job: JobSettings, gen: int, rank: int, workers: int, work: str, app=No
 
     import tfhadoop.tfhdfs  # hdfs:// for TensorFlow (shards, checkpoints, export)
     from tfhadoop.connectors.dataset import load as load_manifest
-    from tfhadoop.connectors.dataset import load_indexes
+    from tfhadoop.connectors.dataset import load_indexes, slow_path_note
     from tfhadoop.trainer.checkpoints import CheckpointPolicy, HdfsCheckpoints
     from tfhadoop.trainer.step import COMPRESSION, model_parse_fn, records_from, train_step_fn, without_rewrites
     from tfhadoop.trainer.summaries import Summaries
     from tfhadoop.trainer.tasks import EpochLedger, plan_epoch
-    from tfhadoop.trainer.training_common import Progress, build_model, load_model_fn, training_done
+    from tfhadoop.trainer.training_common import Progress, build_model, input_report, load_model_fn, training_done
 
     tfhadoop.tfhdfs.ride_out_outages()  # a NameNode restart stalls this ring's reads, not fails them
     chief = rank == 0
@@ -154,6 +154,9 @@ def train(job: JobSettings, gen: int, rank: int, workers: int, work: str, app=No
     epochs, max_steps = job.epochs, job.steps
     expected = manifest.records(job.train_split)
     indexes = load_indexes(manifest, job.train_split)
+    note = slow_path_note(manifest, indexes) if chief else None
+    if note:  # said once, by the chief: the job still trains, each task skipping from its shard's start
+        print(note, flush=True)
     t_start, first_step_at = time.monotonic(), None
     window = {"n": 0, "loss": 0.0, "t": time.monotonic()}
 
@@ -219,7 +222,7 @@ def train(job: JobSettings, gen: int, rank: int, workers: int, work: str, app=No
         return None
     touch(beat)
     return finish(job, build, model, manifest, state, summaries, checkpoints.url, progress, app, workers,
-                  t_start, first_step_at, lambda: touch(beat))
+                  t_start, first_step_at, lambda: touch(beat), input_report(indexes))
 
 
 def optimizer_variables(optimizer) -> list:
@@ -266,9 +269,10 @@ def restore_commit(tf, strategy, per_worker: int, rank: int, commits, variables:
 
 
 def finish(job, build, model, manifest, state, summaries, ckpt_url, progress, app, workers, t_start, first_step_at,
-           alive=lambda: None):
+           alive=lambda: None, input_info: dict | None = None):
     """The chief's end: evaluate a plain copy of the model on the eval split, publish the
-    SavedModel and ``metrics.json`` (the same outputs as the PS mode's coordinator)."""
+    SavedModel and ``metrics.json`` (the same outputs as the PS mode's coordinator; ``input_info``:
+    its ``input``, see training_common.input_report)."""
     import tensorflow as tf
 
     from tfhadoop.connectors import hdfs
@@ -280,7 +284,7 @@ def finish(job, build, model, manifest, state, summaries, ckpt_url, progress, ap
     metrics = {"train_seconds": time.monotonic() - t_start,
                "first_step_s": (first_step_at - t_start) if first_step_at else None, "epochs": state["history"],
                "steps": state["steps"], "strategy": "allreduce", "workers": workers, "rejoins": [],
-               "app": getattr(app, "id", None)}
+               "app": getattr(app, "id", None), "input": input_info}
     split = job.eval_split
     if split and manifest.split(split):
         parse = model_parse_fn(plain, manifest.parse_spec, job.label, job.sample_weight)

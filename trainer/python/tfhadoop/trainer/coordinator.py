@@ -26,7 +26,7 @@ from tfhadoop.trainer.closures import (
     within_step_budget,
 )
 from tfhadoop.trainer.spec import JobSettings
-from tfhadoop.trainer.training_common import Progress, build_model, load_model_fn, training_done
+from tfhadoop.trainer.training_common import Progress, build_model, input_report, load_model_fn, training_done
 
 CLUSTER_POLL_S = 0.2  # a started coordinator looks this often for the cluster spec the master writes
 REPORT_S = 1.0  # progress and TensorBoard scalars at most this often (and at every drain)
@@ -69,7 +69,7 @@ def run(job: JobSettings, cluster: dict, work: str, app=None, phases=None) -> di
 
     from tfhadoop.connectors import hdfs
     from tfhadoop.connectors.dataset import load as load_manifest
-    from tfhadoop.connectors.dataset import load_indexes
+    from tfhadoop.connectors.dataset import load_indexes, slow_path_note
     from tfhadoop.trainer.checkpoints import CheckpointPolicy, HdfsCheckpoints
     from tfhadoop.trainer.phases import PhaseReporter
     from tfhadoop.trainer.step import build_task_fn, model_parse_fn
@@ -135,12 +135,9 @@ def run(job: JobSettings, cluster: dict, work: str, app=None, phases=None) -> di
     train_split, eval_split = job.train_split, job.eval_split
     expected = manifest.records(train_split)
     indexes = load_indexes(manifest, train_split)
-    unindexed = sorted(p for p, i in indexes.items() if i is None)
-    if unindexed:  # said once per coordinator: the job still trains, each task skipping from its shard's start
-        why = "compressed" if manifest.compression != "none" else "without a record-boundary index"
-        print(f"note: {len(unindexed)} of {len(indexes)} train shards are {why} (e.g. {unindexed[0]}): a task in "
-              f"them reads its shard from the start up to its first record (slower for late tasks); "
-              f"an uncompressed export with its .tfrindex sidecars starts every task at its byte offset", flush=True)
+    note = slow_path_note(manifest, indexes)
+    if note:  # said once per coordinator: the job still trains, each task skipping from its shard's start
+        print(note, flush=True)
     scheduler = Scheduler(coordinator, task_fn, IN_FLIGHT_PER_WORKER * len(cluster["worker"]))
     avoidance.refresh()
     early: list = []  # checkpoints the master asked for (YARN's preemption warnings), taken or not
@@ -261,7 +258,8 @@ def run(job: JobSettings, cluster: dict, work: str, app=None, phases=None) -> di
     metrics = {"train_seconds": time.monotonic() - t_start,
                "first_step_s": (first_step_at - t_start) if first_step_at else None, "epochs": state["history"],
                "steps": state["steps"], "steps_per_execution": size.steps,
-               "rejoins": rejoin_watch.rejoins, "app": getattr(app, "id", None), "epoch_timing": timing}
+               "rejoins": rejoin_watch.rejoins, "app": getattr(app, "id", None), "epoch_timing": timing,
+               "input": input_report(indexes)}
     # Steps the parameter servers applied beyond the ones the ledger counts: the work of closures that
     # ran (in part) on a worker lost meanwhile and ran again elsewhere (redone), since the checkpoint
     # this coordinator restored (a restore sets both back alike).

@@ -48,3 +48,9 @@ def training_done(state: dict, epochs: int | None, steps: int | None) -> bool:
     if steps:
         return state["steps"] >= steps
     return state["epoch"] >= epochs
+
+
+def input_report(indexes: dict) -> dict:
+    """metrics.json's ``input``: how many train shards have a record index (their tasks start at a
+    byte offset, the streaming path) out of all; the others' tasks read from the shard start."""
+    return {"train_shards": len(indexes), "indexed_shards": sum(1 for i in indexes.values() if i is not None)}

@@ -109,7 +109,7 @@ def check_columns(job, parse_spec: dict) -> None:
 def check_dataset(job: JobSettings, original: str, notice) -> tuple[JobSettings, object]:
     """The job with its train/eval splits resolved (an unsplit dataset trains on every record,
     without evaluation) and the manifest; the label is a column."""
-    from tfhadoop.connectors.dataset import ManifestError, load
+    from tfhadoop.connectors.dataset import ManifestError, load, rewrite_command
 
     try:
         manifest = load(job.data)
@@ -117,6 +117,10 @@ def check_dataset(job: JobSettings, original: str, notice) -> tuple[JobSettings,
         raise ValidationError(f"--data {original}: no dataset manifest at {job.data}/_tfhadoop.json"
                               f"{_local_hint(original)}") from exc
     check_columns(job, manifest.parse_spec)
+    if manifest.compression != "none":  # it trains, on the slow path: said once, before submitting
+        notice(f"{job.data} is {manifest.compression}-compressed: each trainer task decompresses its shard from "
+               f"the start, slower the later the task; `{rewrite_command(job.data)}` rewrites it uncompressed with "
+               "record indexes, so that tasks start at a byte offset")
     names = manifest.split_names()
     if not names:
         if job.train_split not in (None, "train") or job.eval_split not in (None, "eval"):
