@@ -162,6 +162,34 @@ def test_a_half_uploaded_first_save_is_not_restored(tmp_path, monkeypatch):
     assert HdfsCheckpoints(FakeTfCheckpoint(), url).restore() is None
 
 
+def test_a_steady_save_makes_only_the_namenode_calls_it_needs(tmp_path, monkeypatch):
+    """The trainer waits for every checkpoint: one listing up front, the state's write and three
+    renames, one delete of the oldest checkpoint; no existence checks. A save cut off before its
+    state was in (``latest.new`` without state.json) is removed, not restored."""
+    from tfhadoop.connectors import hdfs
+    from tfhadoop.trainer.checkpoints import HdfsCheckpoints
+
+    LocalHdfs(monkeypatch)
+    calls = []
+    for name in ("exists", "write_bytes", "delete", "rename", "list_names"):
+        real = getattr(hdfs, name)
+        monkeypatch.setattr(hdfs, name, lambda *a, _real=real, _name=name: calls.append(_name) or _real(*a))
+    url, ckpt = str(tmp_path / "ckpt"), FakeTfCheckpoint()
+    store = HdfsCheckpoints(ckpt, url, keep=2)
+    for step in (1, 2):
+        store.save({"steps": step})
+    os.makedirs(f"{url}/latest.new")  # a save of step 3 cut off before its state.json
+    calls.clear()
+    ckpt.value = 3
+    store.save({"steps": 3})
+    assert sorted(calls) == ["delete", "delete", "list_names", "rename", "rename", "rename", "write_bytes"], calls
+    calls.clear()
+    store.save({"steps": 4})
+    assert sorted(calls) == ["delete", "list_names", "rename", "rename", "rename", "write_bytes"], calls
+    assert sorted(os.listdir(url))[-1] == "latest" and len(os.listdir(url)) == 2  # keep=2: one in the history
+    assert store.restore() == {"steps": 4}
+
+
 @pytest.mark.cluster
 def test_tensorflow_writes_checkpoints_events_and_the_export_straight_to_hdfs(hadoop_cluster):
     """The real thing: TF (tfhdfs plugin) writes hdfs:// itself; nothing goes through local files."""

@@ -103,25 +103,32 @@ class HdfsCheckpoints:
         return None
 
     def save(self, state: dict) -> None:
+        """One listing of ``url`` up front tells what a cut-off save left and what the history
+        holds; the save adds only the NameNode calls it needs (each costs a few ms, and the
+        trainer waits for its checkpoints)."""
         staged, latest = f"{self.url}/latest.new", f"{self.url}/latest"
-        if not hdfs.exists(latest) and hdfs.exists(f"{staged}/state.json"):
+        names = set(hdfs.list_names(self.url))
+        if "latest" not in names and "latest.new" in names and hdfs.exists(f"{staged}/state.json"):
             hdfs.rename(staged, latest)  # finish a save that stopped between its renames
-        hdfs.delete(staged)
+            names = (names - {"latest.new"}) | {"latest"}
+        if "latest.new" in names:
+            hdfs.delete(staged)  # a save cut off before its state was in
         # state.json goes last (a rename): a directory that has it is complete. Its bytes are
-        # written beside, while TensorFlow writes the variables: each HDFS file close costs about
-        # 0.5 s (hdfs-native retries the NameNode's `complete` after 500 ms until the DataNode
-        # has reported the last block), and the two writes need not wait for each other.
+        # written beside, while TensorFlow writes the variables: the two writes need not wait for
+        # each other (an HDFS close is one NameNode call where the cluster allows it, ~0.5 s where
+        # the NameNode waits for the DataNode's block report: docs/tfhdfs.md).
         pending = f"{self.url}/{PENDING_STATE}{uuid.uuid4().hex[:8]}"
         with ThreadPoolExecutor(1) as pool:  # leaving it waits for the write, also on an error
             written = pool.submit(hdfs.write_bytes, pending, json.dumps(state).encode())
             self.ckpt.write(f"{staged}/ckpt")  # TensorFlow writes hdfs:// itself (tfhdfs plugin)
             written.result()
         hdfs.rename(pending, f"{staged}/state.json")
-        if hdfs.exists(latest):
-            hdfs.rename(latest, f"{self.url}/ckpt-{time.time_ns()}")
+        history = [n for n in names if n.startswith("ckpt-")]
+        if "latest" in names:
+            history.append(f"ckpt-{time.time_ns()}")
+            hdfs.rename(latest, f"{self.url}/{history[-1]}")
         hdfs.rename(staged, latest)
-        names = hdfs.list_names(self.url)
-        history = sorted(n for n in names if n.startswith("ckpt-"))
+        history.sort()
         orphans = [n for n in names if n.startswith(PENDING_STATE)]  # of saves that failed or were cut off
         for name in history[:max(len(history) - (self.keep - 1), 0)] + orphans:
             hdfs.delete(f"{self.url}/{name}")
