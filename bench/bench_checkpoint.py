@@ -1,9 +1,10 @@
 """The trainer's durable checkpoint (issue 32 §2): seconds per ``HdfsCheckpoints.save`` of the
 issue's model (MLP 20 -> 64 -> 64 -> 1, Adam) under ParameterServerStrategy with 1 PS and 2
 workers, and where they go (TensorFlow's write, each NameNode call of the save, one small-file
-close through each client), on an embedded cluster whose NameNode has
-``dfs.namenode.file.close.num-committed-allowed`` 0 (Hadoop's default: before) and then 1 (the
-embedded cluster's setting: after), one fresh cluster each, in one run.
+close through each client). Three fresh embedded clusters in one run: 1 DataNode (the cluster
+before issue 32), 2 DataNodes with replication 2, and that with the NameNode's
+``dfs.namenode.file.close.num-committed-allowed`` 1 (the cluster now); on each, the save as the
+trainer made it before (object graph on the coordinator: two shards) and now (on the PS).
 
     .venv/bin/python -m bench.bench_checkpoint [--saves 10] [--json /tmp/bench_checkpoint.json]
 """
@@ -24,7 +25,8 @@ FEATURES, HIDDEN = 20, 64
 # (DataNodes = replication, num-committed-allowed): the embedded cluster before issue 32, the
 # replication alone, and the embedded cluster now
 CONFIGS = {"before": (1, 0), "replication 2": (2, 0), "after": (2, 1)}
-LEDGER_TASKS = 200  # tasks in the state's ledger: the order of an epoch of the issue's job
+LEDGER_TASKS = 200
+MODES = ("two shards", "on the PS")  # the trainer's save before issue 32, and now  # tasks in the state's ledger: the order of an epoch of the issue's job
 
 
 class Timed:
@@ -76,13 +78,57 @@ def small_closes(base: str, n: int) -> dict:
     return {"tf_close_s": statistics.median(tf_s), "python_close_s": statistics.median(py_s)}
 
 
+def timed_saves(saver, saves: int, base: str) -> dict:
+    """``saves`` saves of a state with a ledger of ``LEDGER_TASKS`` tasks, each timed: in total,
+    TensorFlow's write, and every call ``checkpoints`` makes to ``hdfs``."""
+    from tfhadoop.connectors import hdfs
+    from tfhadoop.trainer import checkpoints
+
+    timed = Timed(hdfs)
+    checkpoints.hdfs = timed  # type: ignore[assignment]
+    state = {"epoch": 1, "steps": 3000, "history": [],
+             "ledger": {"done": [[f"part-{i:05d}", i * 1000, 1000] for i in range(LEDGER_TASKS)]}}
+    write, total, per_call = [], [], []
+    real_write = saver.ckpt.write
+
+    def ckpt_write(path):
+        t0 = time.perf_counter()
+        try:
+            return real_write(path)
+        finally:
+            write.append(time.perf_counter() - t0)
+    saver.ckpt.write = ckpt_write
+    try:
+        for _ in range(saves):
+            timed.calls.clear()
+            state["steps"] += 1
+            t0 = time.perf_counter()
+            saver.save(state)
+            total.append(time.perf_counter() - t0)
+            per_call.append(list(timed.calls))
+    finally:
+        checkpoints.hdfs = hdfs
+        saver.ckpt.write = real_write
+    hdfs.delete(base)
+    later = slice(1, None)  # the first save also builds TensorFlow's save function
+    calls: dict = {}
+    for run in per_call[later]:
+        for name, secs in run:
+            calls.setdefault(name, []).append(secs)
+    return {"save_s": total, "median_save_s": statistics.median(total[later]),
+            "median_tf_write_s": statistics.median(write[later]),
+            "calls": {k: {"per_save": len(v) / len(per_call[later]), "median_s": statistics.median(v),
+                          "max_s": max(v)} for k, v in calls.items()}}
+
+
 def measure(saves: int) -> dict:
-    """In a process pointed at the running cluster: the saves, timed call by call."""
+    """In a process pointed at the running cluster: small closes, then the saves as the trainer
+    made them before issue 32 (object graph on this process: two shards) and now (the whole save
+    on the PS holding the variables)."""
     import tensorflow as tf
 
     import tfhadoop.tfhdfs  # noqa: F401 - hdfs:// for TensorFlow in this process
     from bench.bench_trainer_peers import pss_cluster
-    from tfhadoop.connectors import hdfs
     from tfhadoop.trainer import checkpoints
 
     cluster, procs = pss_cluster(2)
@@ -92,40 +138,12 @@ def measure(saves: int) -> dict:
             tf.distribute.cluster_resolver.TFConfigClusterResolver())
         m = model(strategy)
         base = f"hdfs:///tmp/bench-checkpoint-{os.getpid()}"
-        closes = small_closes(f"{base}/closes", 5)
-        saver = checkpoints.HdfsCheckpoints(tf.train.Checkpoint(model=m, optimizer=m.optimizer), f"{base}/ckpt")
-        timed = Timed(hdfs)
-        checkpoints.hdfs = timed  # type: ignore[assignment]
-        state = {"epoch": 1, "steps": 3000, "history": [],
-                 "ledger": {"done": [[f"part-{i:05d}", i * 1000, 1000] for i in range(LEDGER_TASKS)]}}
-        write, total, per_call = [], [], []
-        real_write = saver.ckpt.write
-
-        def ckpt_write(path):
-            t0 = time.perf_counter()
-            try:
-                return real_write(path)
-            finally:
-                write.append(time.perf_counter() - t0)
-        saver.ckpt.write = ckpt_write
-        for _ in range(saves):
-            timed.calls.clear()
-            state["steps"] += 1
-            t0 = time.perf_counter()
-            saver.save(state)
-            total.append(time.perf_counter() - t0)
-            per_call.append(list(timed.calls))
-        checkpoints.hdfs = hdfs
-        hdfs.delete(base)
-        later = slice(1, None)  # the first save also builds TensorFlow's save function
-        calls: dict = {}
-        for run in per_call[later]:
-            for name, secs in run:
-                calls.setdefault(name, []).append(secs)
-        return {**closes, "save_s": total, "median_save_s": statistics.median(total[later]),
-                "median_tf_write_s": statistics.median(write[later]),
-                "calls": {k: {"per_save": len(v) / len(per_call[later]), "median_s": statistics.median(v),
-                              "max_s": max(v)} for k, v in calls.items()}}
+        out = small_closes(f"{base}/closes", 5)
+        for mode, device in (("two shards", None), ("on the PS", checkpoints.variables_task(m.variables))):
+            saver = checkpoints.HdfsCheckpoints(tf.train.Checkpoint(model=m, optimizer=m.optimizer),
+                                                f"{base}/{len(out)}", device=device)
+            out[mode] = timed_saves(saver, saves, f"{base}/{len(out)}")
+        return out
     finally:
         os.environ.pop("TF_CONFIG", None)
         for p in procs:
@@ -168,13 +186,18 @@ def main() -> None:
     rows = {label: one_cluster(*CONFIGS[label], args.saves) for label in CONFIGS}
     for label, r in rows.items():
         datanodes, n = CONFIGS[label]
-        print(f"{datanodes} DataNode(s), num-committed-allowed={n} ({label}): save median {r['median_save_s']:.3f} s "
-              f"(TF write {r['median_tf_write_s']:.3f} s) over {len(r['save_s']) - 1} saves after the first; "
-              f"a 100-byte file's close: TF {r['tf_close_s']:.3f} s, Python {r['python_close_s']:.3f} s")
-        for name, c in sorted(r["calls"].items()):
-            print(f"    hdfs.{name}: {c['per_save']:.0f} per save, median {c['median_s'] * 1000:.1f} ms, "
-                  f"max {c['max_s'] * 1000:.1f} ms")
-    print(f"after / before: {rows['after']['median_save_s'] / rows['before']['median_save_s']:.2f}")
+        print(f"{datanodes} DataNode(s), num-committed-allowed={n} ({label}): a 100-byte file's close "
+              f"TF {r['tf_close_s']:.3f} s, Python {r['python_close_s']:.3f} s")
+        for mode in MODES:
+            m = r[mode]
+            print(f"  save, {mode}: median {m['median_save_s']:.3f} s (TF write {m['median_tf_write_s']:.3f} s) "
+                  f"over {len(m['save_s']) - 1} saves after the first")
+            for name, c in sorted(m["calls"].items()):
+                print(f"    hdfs.{name}: {c['per_save']:.1f} per save, median {c['median_s'] * 1000:.1f} ms, "
+                      f"max {c['max_s'] * 1000:.1f} ms")
+    before, after = rows["before"][MODES[0]]["median_save_s"], rows["after"][MODES[1]]["median_save_s"]
+    print(f"save before issue 32 (1 DataNode, two shards) {before:.3f} s; now (2 DataNodes, "
+          f"num-committed-allowed=1, on the PS) {after:.3f} s: {after / before:.2f}x")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)

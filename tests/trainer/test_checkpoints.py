@@ -190,6 +190,35 @@ def test_a_steady_save_makes_only_the_namenode_calls_it_needs(tmp_path, monkeypa
     assert store.restore() == {"steps": 4}
 
 
+def test_a_save_on_the_parameter_servers_task_writes_one_shard_and_restores(tmp_path, monkeypatch):
+    """With the variables on one PS, ``device`` puts the whole save there: one ``.data`` shard
+    (without it the object graph is a second shard, on this process's task), same restore."""
+    import tensorflow as tf
+
+    from tfhadoop.trainer.checkpoints import HdfsCheckpoints, variables_task
+    from tfhadoop.trainer.server import in_process_ps_cluster
+
+    LocalHdfs(monkeypatch)
+    strategy, _, servers = in_process_ps_cluster()
+    with strategy.scope():
+        v = tf.Variable([1.0, 2.0])
+        w = tf.Variable(3.0)
+    task = variables_task([v, w])
+    assert task == "/job:ps/replica:0/task:0" and variables_task([]) is None
+    assert variables_task([v, tf.Variable(1.0)]) is None  # a PS and this process (/job:chief)
+    shards = {}
+    for device in (None, task):
+        url = str(tmp_path / f"ckpt-{device is not None}")
+        store = HdfsCheckpoints(tf.train.Checkpoint(v=v, w=w), url, device=device)
+        store.save({"steps": 1})
+        shards[device] = sorted(n for n in os.listdir(f"{url}/latest") if ".data-" in n)
+        v.assign([0.0, 0.0])
+        assert store.restore() == {"steps": 1} and v.numpy().tolist() == [1.0, 2.0]
+    assert shards == {None: ["ckpt.data-00000-of-00002", "ckpt.data-00001-of-00002"],
+                      task: ["ckpt.data-00000-of-00001"]}, shards
+    del servers
+
+
 @pytest.mark.cluster
 def test_tensorflow_writes_checkpoints_events_and_the_export_straight_to_hdfs(hadoop_cluster):
     """The real thing: TF (tfhdfs plugin) writes hdfs:// itself; nothing goes through local files."""
