@@ -201,11 +201,11 @@ def test_a_save_on_the_parameter_servers_task_writes_one_shard_and_restores(tmp_
     LocalHdfs(monkeypatch)
     strategy, _, servers = in_process_ps_cluster()
     with strategy.scope():
-        v = tf.Variable([1.0, 2.0])
-        w = tf.Variable(3.0)
+        v = tf.Variable(tf.constant([1.0, 2.0]))
+        w = tf.Variable(tf.constant(3.0))
     task = variables_task([v, w])
     assert task == "/job:ps/replica:0/task:0" and variables_task([]) is None
-    assert variables_task([v, tf.Variable(1.0)]) is None  # a PS and this process (/job:chief)
+    assert variables_task([v, tf.Variable(tf.constant(1.0))]) is None  # a PS and this process (/job:chief)
     shards = {}
     for device in (None, task):
         url = str(tmp_path / f"ckpt-{device is not None}")
