@@ -37,7 +37,7 @@ def main(url: str) -> None:
 
         import tfhadoop.tfhdfs  # noqa: F401 - TensorFlow writes hdfs:// itself
         from tfhadoop.connectors import hdfs
-        from tfhadoop.trainer.checkpoints import HdfsCheckpoints
+        from tfhadoop.trainer.checkpoints import HdfsCheckpoints, variables_task
 
         spec = tf.train.ClusterSpec({**cluster, "chief": [chief]})
         strategy = tf.distribute.experimental.ParameterServerStrategy(
@@ -45,7 +45,7 @@ def main(url: str) -> None:
         tf.distribute.experimental.coordinator.ClusterCoordinator(strategy)
         with strategy.scope():
             v = tf.Variable(tf.ones([1000]))
-        store = HdfsCheckpoints(tf.train.Checkpoint(v=v), url)
+        store = HdfsCheckpoints(tf.train.Checkpoint(v=v), url, device=variables_task([v]))  # as the coordinator saves
         store.save_waiting({"steps": 1})
         servers["ps"].kill()
         servers["ps"].wait()

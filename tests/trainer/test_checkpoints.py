@@ -162,6 +162,63 @@ def test_a_half_uploaded_first_save_is_not_restored(tmp_path, monkeypatch):
     assert HdfsCheckpoints(FakeTfCheckpoint(), url).restore() is None
 
 
+def test_a_steady_save_makes_only_the_namenode_calls_it_needs(tmp_path, monkeypatch):
+    """The trainer waits for every checkpoint: one listing up front, the state's write and three
+    renames, one delete of the oldest checkpoint; no existence checks. A save cut off before its
+    state was in (``latest.new`` without state.json) is removed, not restored."""
+    from tfhadoop.connectors import hdfs
+    from tfhadoop.trainer.checkpoints import HdfsCheckpoints
+
+    LocalHdfs(monkeypatch)
+    calls = []
+    for name in ("exists", "write_bytes", "delete", "rename", "list_names"):
+        real = getattr(hdfs, name)
+        monkeypatch.setattr(hdfs, name, lambda *a, _real=real, _name=name: calls.append(_name) or _real(*a))
+    url, ckpt = str(tmp_path / "ckpt"), FakeTfCheckpoint()
+    store = HdfsCheckpoints(ckpt, url, keep=2)
+    for step in (1, 2):
+        store.save({"steps": step})
+    os.makedirs(f"{url}/latest.new")  # a save of step 3 cut off before its state.json
+    calls.clear()
+    ckpt.value = 3
+    store.save({"steps": 3})
+    assert sorted(calls) == ["delete", "delete", "list_names", "rename", "rename", "rename", "write_bytes"], calls
+    calls.clear()
+    store.save({"steps": 4})
+    assert sorted(calls) == ["delete", "list_names", "rename", "rename", "rename", "write_bytes"], calls
+    assert sorted(os.listdir(url))[-1] == "latest" and len(os.listdir(url)) == 2  # keep=2: one in the history
+    assert store.restore() == {"steps": 4}
+
+
+def test_a_save_on_the_parameter_servers_task_writes_one_shard_and_restores(tmp_path, monkeypatch):
+    """With the variables on one PS, ``device`` puts the whole save there: one ``.data`` shard
+    (without it the object graph is a second shard, on this process's task), same restore."""
+    import tensorflow as tf
+
+    from tfhadoop.trainer.checkpoints import HdfsCheckpoints, variables_task
+    from tfhadoop.trainer.server import in_process_ps_cluster
+
+    LocalHdfs(monkeypatch)
+    strategy, _, servers = in_process_ps_cluster()
+    with strategy.scope():
+        v = tf.Variable(tf.constant([1.0, 2.0]))
+        w = tf.Variable(tf.constant(3.0))
+    task = variables_task([v, w])
+    assert task == "/job:ps/replica:0/task:0" and variables_task([]) is None
+    assert variables_task([v, tf.Variable(tf.constant(1.0))]) is None  # a PS and this process (/job:chief)
+    shards = {}
+    for device in (None, task):
+        url = str(tmp_path / f"ckpt-{device is not None}")
+        store = HdfsCheckpoints(tf.train.Checkpoint(v=v, w=w), url, device=device)
+        store.save({"steps": 1})
+        shards[device] = sorted(n for n in os.listdir(f"{url}/latest") if ".data-" in n)
+        v.assign([0.0, 0.0])
+        assert store.restore() == {"steps": 1} and v.numpy().tolist() == [1.0, 2.0]
+    assert shards == {None: ["ckpt.data-00000-of-00002", "ckpt.data-00001-of-00002"],
+                      task: ["ckpt.data-00000-of-00001"]}, shards
+    del servers
+
+
 @pytest.mark.cluster
 def test_tensorflow_writes_checkpoints_events_and_the_export_straight_to_hdfs(hadoop_cluster):
     """The real thing: TF (tfhdfs plugin) writes hdfs:// itself; nothing goes through local files."""

@@ -111,7 +111,9 @@ def test_hung_worker_is_killed_and_replaced(hadoop_cluster, dataset):
 def test_killed_application_master_resumes_in_attempt_2(hadoop_cluster, dataset):
     import skein
 
-    epochs = 6
+    # Epochs enough that the job is still training when the AM is killed: an epoch of the test
+    # dataset is ~0.1 s of training and a ~0.25 s checkpoint (2 s before issue 32's faster closes).
+    epochs = 24
     steps_per_epoch = 2400 // 300 * -(-300 // 32)  # 8 tasks of 10 steps; a checkpoint at each epoch's end
     run, proc = jobs.train(hadoop_cluster, dataset, background=True, extra=["--workers", "2", "--epochs", str(epochs)])
     try:
@@ -218,7 +220,7 @@ def test_hdfs_safe_mode_during_checkpoints_is_waited_out(hadoop_cluster, dataset
 
     if hadoop_cluster.embedded is None:
         pytest.skip("needs the embedded cluster (its NameNode is put into safe mode)")
-    epochs, outage_s = 5, 20
+    epochs, outage_s = 24, 20  # epochs: still checkpointing when safe mode begins (see the AM test)
     run, proc = jobs.train(hadoop_cluster, dataset, background=True, extra=["--workers", "2", "--epochs", str(epochs)])
     entered = None
     try:

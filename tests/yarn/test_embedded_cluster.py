@@ -17,6 +17,7 @@ import pytest
 import skein
 
 from tests.waiting import wait_for
+from tfhadoop.yarn.embedded import ClusterOptions
 from tfhadoop.yarn.history import PREEMPTED, container_exits
 from tfhadoop.yarn.logs import application_logs
 
@@ -81,7 +82,7 @@ def test_hdfs_native_lists_what_webhdfs_wrote(hadoop_cluster):
 def test_status_reports_nodes_gpus_and_queues(hadoop_cluster):
     status = hadoop_cluster.embedded.status() if hadoop_cluster.embedded else pytest.skip("external cluster")
     assert status["namenode"]["state"] == "Operational"
-    assert status["namenode"]["live_datanodes"] == 1
+    assert status["namenode"]["live_datanodes"] == ClusterOptions().datanodes
     assert status["resourcemanager"]["state"] == "STARTED"
     # The session cluster is shared: the lost-node fault test leaves the NodeManager it killed in
     # the RM's list as LOST, as a real cluster shows a dead node; the built-in ones keep running.

@@ -9,6 +9,7 @@ restarted coordinator resumes the epoch exactly where the checkpoint left it.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 import uuid
@@ -64,6 +65,21 @@ def waiting_may_cure(exc: BaseException) -> bool:
     return "://" in text or "/job:" not in text
 
 
+def variables_task(variables) -> str | None:
+    """``/job:J/replica:R/task:T`` when every variable (or shard of a sharded variable) lives on
+    that one task; None when they are spread over several, local (no job) or none is given."""
+    import tensorflow as tf
+
+    tasks = set()
+    for v in variables:
+        for part in getattr(v, "variables", None) or [v]:  # ShardedVariable: its shards
+            spec = tf.DeviceSpec.from_string(part.device)
+            if not spec.job:
+                return None
+            tasks.add(f"/job:{spec.job}/replica:{spec.replica or 0}/task:{spec.task or 0}")
+    return tasks.pop() if len(tasks) == 1 else None
+
+
 class HdfsCheckpoints:
     """``tf.train.Checkpoint`` + training state, saved to and restored from ``url`` on HDFS.
 
@@ -73,8 +89,14 @@ class HdfsCheckpoints:
     there no ``latest``; ``latest.new`` is complete then, and ``restore`` takes it. The history
     keeps the ``keep`` newest checkpoints."""
 
-    def __init__(self, ckpt, url: str, keep: int = 5):
-        self.ckpt, self.url, self.keep = ckpt, url.rstrip("/"), keep
+    def __init__(self, ckpt, url: str, keep: int = 5, device: str | None = None):
+        """``device``: where TensorFlow builds the checkpoint's object graph (the tensor that maps
+        names to variables), normally this process's CPU. Given the one task that holds every
+        variable (:func:`variables_task`: a parameter server), the save runs on that task alone:
+        one ``.data`` shard instead of two, and TensorFlow reuses its save function instead of
+        tracing a new one per save, as it does for a save over several tasks (measured, issue 32:
+        0.13 s of a 0.29 s write)."""
+        self.ckpt, self.url, self.keep, self.device = ckpt, url.rstrip("/"), keep, device
 
     def restore(self) -> dict | None:
         """The saved training state after restoring the variables, or None without a checkpoint."""
@@ -102,26 +124,41 @@ class HdfsCheckpoints:
             return "latest.new"
         return None
 
+    def _on_device(self):
+        if self.device is None:
+            return contextlib.nullcontext()
+        import tensorflow as tf
+
+        return tf.device(self.device)
+
     def save(self, state: dict) -> None:
+        """One listing of ``url`` up front tells what a cut-off save left and what the history
+        holds; the save adds only the NameNode calls it needs (each costs a few ms, and the
+        trainer waits for its checkpoints)."""
         staged, latest = f"{self.url}/latest.new", f"{self.url}/latest"
-        if not hdfs.exists(latest) and hdfs.exists(f"{staged}/state.json"):
+        names = set(hdfs.list_names(self.url))
+        if "latest" not in names and "latest.new" in names and hdfs.exists(f"{staged}/state.json"):
             hdfs.rename(staged, latest)  # finish a save that stopped between its renames
-        hdfs.delete(staged)
+            names = (names - {"latest.new"}) | {"latest"}
+        if "latest.new" in names:
+            hdfs.delete(staged)  # a save cut off before its state was in
         # state.json goes last (a rename): a directory that has it is complete. Its bytes are
-        # written beside, while TensorFlow writes the variables: each HDFS file close costs about
-        # 0.5 s (hdfs-native retries the NameNode's `complete` after 500 ms until the DataNode
-        # has reported the last block), and the two writes need not wait for each other.
+        # written beside, while TensorFlow writes the variables: the two writes need not wait for
+        # each other (an HDFS close is one NameNode call where the cluster allows it, ~0.5 s where
+        # the NameNode waits for the DataNode's block report: docs/tfhdfs.md).
         pending = f"{self.url}/{PENDING_STATE}{uuid.uuid4().hex[:8]}"
         with ThreadPoolExecutor(1) as pool:  # leaving it waits for the write, also on an error
             written = pool.submit(hdfs.write_bytes, pending, json.dumps(state).encode())
-            self.ckpt.write(f"{staged}/ckpt")  # TensorFlow writes hdfs:// itself (tfhdfs plugin)
+            with self._on_device():
+                self.ckpt.write(f"{staged}/ckpt")  # TensorFlow writes hdfs:// itself (tfhdfs plugin)
             written.result()
         hdfs.rename(pending, f"{staged}/state.json")
-        if hdfs.exists(latest):
-            hdfs.rename(latest, f"{self.url}/ckpt-{time.time_ns()}")
+        history = [n for n in names if n.startswith("ckpt-")]
+        if "latest" in names:
+            history.append(f"ckpt-{time.time_ns()}")
+            hdfs.rename(latest, f"{self.url}/{history[-1]}")
         hdfs.rename(staged, latest)
-        names = hdfs.list_names(self.url)
-        history = sorted(n for n in names if n.startswith("ckpt-"))
+        history.sort()
         orphans = [n for n in names if n.startswith(PENDING_STATE)]  # of saves that failed or were cut off
         for name in history[:max(len(history) - (self.keep - 1), 0)] + orphans:
             hdfs.delete(f"{self.url}/{name}")

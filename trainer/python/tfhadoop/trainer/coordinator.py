@@ -70,7 +70,7 @@ def run(job: JobSettings, cluster: dict, work: str, app=None, phases=None) -> di
     from tfhadoop.connectors import hdfs
     from tfhadoop.connectors.dataset import load as load_manifest
     from tfhadoop.connectors.dataset import load_indexes, slow_path_note
-    from tfhadoop.trainer.checkpoints import CheckpointPolicy, HdfsCheckpoints
+    from tfhadoop.trainer.checkpoints import CheckpointPolicy, HdfsCheckpoints, variables_task
     from tfhadoop.trainer.phases import PhaseReporter
     from tfhadoop.trainer.step import build_task_fn, model_parse_fn
     from tfhadoop.trainer.summaries import Summaries
@@ -95,8 +95,9 @@ def run(job: JobSettings, cluster: dict, work: str, app=None, phases=None) -> di
     task_fn = build_task_fn(strategy, model, manifest.parse_spec, job.label, job.batch_size, manifest.compression,
                             job.sample_weight)
 
-    checkpoints = HdfsCheckpoints(tf.train.Checkpoint(model=model, optimizer=model.optimizer),
-                                  job.checkpoint_dir, keep=job.keep_checkpoints)
+    ckpt = tf.train.Checkpoint(model=model, optimizer=model.optimizer)
+    checkpoints = HdfsCheckpoints(ckpt, job.checkpoint_dir, keep=job.keep_checkpoints,
+                                  device=variables_task(model.variables))  # slots follow their variables
     ckpt_url = checkpoints.url
     summaries = Summaries(f"{ckpt_url}/{protocol.TENSORBOARD_DIR}")
     retries: list = []

@@ -99,6 +99,11 @@ class ClusterOptions:
     permissions: bool = False  # HDFS permission checks without Kerberos (always on with secure)
     token_renew_seconds: int = 120
     nm_expiry_s: float = 15  # a NodeManager silent this long is LOST (YARN's default: 600)
+    # An HDFS file's close takes one NameNode call instead of ~0.5 s (docs/tfhdfs.md): with
+    # dfs.namenode.file.close.num-committed-allowed 1 (Hadoop's default: 0), which HDFS applies
+    # only to files replicated above its minimum (1), hence 2 DataNodes and 2 replicas.
+    datanodes: int = 2  # also every file's replication
+    close_committed_allowed: int = 1
 
 
 def _read_classpath(name: str) -> list[str]:
@@ -201,6 +206,7 @@ class EmbeddedCluster:
             "--node-managers", str(options.node_managers), "--gpus-per-node", str(options.gpus_per_node),
             "--nm-memory-mb", str(options.nm_memory_mb), "--nm-vcores", str(options.nm_vcores),
             "--namenode-port", str(namenode_port), "--nm-expiry-ms", str(int(options.nm_expiry_s * 1000)),
+            "--datanodes", str(options.datanodes), "--close-committed-allowed", str(options.close_committed_allowed),
             "--client-classpath", os.pathsep.join(_read_classpath("client-classpath.txt")),
         ]
         if options.permissions:

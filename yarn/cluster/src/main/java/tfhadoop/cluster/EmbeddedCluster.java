@@ -56,6 +56,12 @@ public final class EmbeddedCluster {
     String user = System.getProperty("user.name");
     int tokenRenewSeconds = 120;
     long nmExpiryMs = 15_000;
+    /** DataNodes, and the replication of every file: 2 lets a file's close succeed on its first
+     *  NameNode call (closeCommittedAllowed; HDFS allows it only above the minimum replication, 1). */
+    int dataNodes = 2;
+    /** dfs.namenode.file.close.num-committed-allowed: 1 closes a file before the DataNodes have
+     *  reported its last block (see docs/tfhdfs.md); 0 is Hadoop's default. */
+    int closeCommittedAllowed = 1;
 
     static Options parse(String[] args) {
       Options o = new Options();
@@ -77,6 +83,8 @@ public final class EmbeddedCluster {
           case "--user": o.user = v; break;
           case "--token-renew-seconds": o.tokenRenewSeconds = Integer.parseInt(v); break;
           case "--nm-expiry-ms": o.nmExpiryMs = Long.parseLong(v); break;
+          case "--close-committed-allowed": o.closeCommittedAllowed = Integer.parseInt(v); break;
+          case "--datanodes": o.dataNodes = Integer.parseInt(v); break;
           default: throw new IllegalArgumentException("unknown option " + args[i]);
         }
       }
@@ -121,7 +129,7 @@ public final class EmbeddedCluster {
       System.out.println("KDC up, realm " + secure.realm);
     }
     dfs = new MiniDFSCluster.Builder(conf)
-        .numDataNodes(1)
+        .numDataNodes(opts.dataNodes)
         .nameNodePort(opts.namenodePort)
         .format(format)
         .checkDataNodeHostConfig(true)
@@ -248,7 +256,8 @@ public final class EmbeddedCluster {
     conf.set("hadoop.tmp.dir", new File(opts.stateDir, "tmp").getAbsolutePath());
     conf.setBoolean("dfs.permissions.enabled", opts.secure || opts.permissions);
     conf.setBoolean("dfs.webhdfs.enabled", true);
-    conf.setInt("dfs.replication", 1);
+    conf.setInt("dfs.replication", opts.dataNodes);
+    conf.setInt("dfs.namenode.file.close.num-committed-allowed", opts.closeCommittedAllowed);
     conf.set("dfs.namenode.rpc-address", opts.host + ":0");
     conf.set("dfs.namenode.http-address", opts.host + ":0");
     conf.set("hadoop.proxyuser." + System.getProperty("user.name") + ".hosts", "*");
