@@ -57,7 +57,7 @@ def render(st: dict, live: bool = False) -> str:
                          asked.get(k.split("/")[0]) or "", f"{r['avg_rss_mb']:.0f} MB", f"{r['avg_cpu_pct']:.0f} %")
                         for k, r in sorted(used.items())],
                        ["role", "container", "peak memory", "asked", "average memory", "average CPU (of a core)"])
-    timeline = _table([(time.strftime("%H:%M:%S", time.localtime(e.get("time", 0))), e.get("event", "").replace("_", " "),
+    timeline = _table([(time.strftime("%H:%M:%S", time.localtime(e.get("time", 0))), e.get("event", ""),
                         e.get("role", ""), e.get("slot", ""), details(e)) for e in events],
                       ["time", "event", "role", "slot", "details"])
     metrics = st.get("metrics") or {}
