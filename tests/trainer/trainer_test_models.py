@@ -13,9 +13,6 @@ SPEC = {"features": {"x": {"type": "FixedLenFeature", "shape": [4], "dtype": "fl
 
 WEIGHTED_SPEC = {"features": {**SPEC["features"], "w": {"type": "FixedLenFeature", "shape": [], "dtype": "float32"}}}
 HISTORY_SPEC = {"features": {**SPEC["features"], "hist": {"type": "VarLenFeature", "dtype": "int64"}}}
-SEQUENCE_SPEC = {"features": {"y": {"type": "FixedLenFeature", "shape": [], "dtype": "float32"}},
-                 "sequence_features": {"steps": {"type": "FixedLenSequenceFeature", "shape": [2], "dtype": "float32",
-                                                 "allow_missing": True}}}
 ITEMS, MAX_HISTORY = 50, 12  # item ids 0..49; a history holds 0..12 of them (empty ones included)
 ITEM_EFFECT = np.linspace(-1.0, 1.0, ITEMS).astype(np.float32)  # what an item adds to y, averaged over the history
 FROZEN_L2 = 1.0  # the frozen layer's kernel is the 4x4 identity: its L2 term is FROZEN_L2 * 4, constant
@@ -49,7 +46,7 @@ def make_histories(n: int, seed: int) -> list[list[int]]:
 
 
 def make_sequences(n: int, seed: int):
-    """SequenceExample rows of :func:`write_dataset` with ``sequence=True``: 1..6 steps of 2 values
+    """Sequences for the SequenceExample tests: 1..6 steps of 2 values
     per example, and ``y`` the mean of the steps' first values (what a GRU over the steps learns)."""
     rng = np.random.default_rng(3000 + seed)
     steps = [rng.normal(size=(rng.integers(1, 7), 2)).astype(np.float32) for _ in range(n)]
@@ -67,16 +64,15 @@ def example_weights(n: int, seed: int):
 
 def write_dataset(url: str, train_shards=(600, 600, 600, 600), eval_records=400, compression="gzip",
                   split: bool = True, weights: bool = False, index_interval: int = 1 << 20,
-                  history: bool = False, sequence: bool = False) -> dict:
+                  history: bool = False) -> dict:
     """A dataset as the export job writes it (shards, _SUCCESS, _tfhadoop.json), uploaded to
     ``url`` on HDFS (or written to the local folder ``url``). ``split=False``: as exported
     without ``--split`` (no split names, no eval shard). ``weights``: a float column ``w``
     (:func:`example_weights`) to train with ``--sample-weight w``. ``history``: a variable-length
     int64 column ``hist`` (:func:`make_histories`) whose items' mean effect adds to ``y``, for
-    ragged models (:func:`history_bag`). ``sequence``: SequenceExample records instead
-    (:func:`make_sequences`: a feature list ``steps``, ``y`` in the context). Returns the manifest."""
+    ragged models (:func:`history_bag`). Returns the manifest."""
     from tfhadoop.connectors import dataset, hdfs
-    from tfhadoop.connectors.example import encode_example, encode_sequence_example
+    from tfhadoop.connectors.example import encode_example
     from tfhadoop.connectors.tfrecord import write_records
 
     local = tempfile.mkdtemp(prefix="trainer-dataset-")
@@ -91,15 +87,10 @@ def write_dataset(url: str, train_shards=(600, 600, 600, 600), eval_records=400,
         x, y = make_examples(n, seed=i)
         w = example_weights(n, seed=i)
         hists = make_histories(n, seed=i) if history else [None] * n
-        if sequence:
-            steps, ys = make_sequences(n, seed=i)
-            records = (encode_sequence_example({"y": [float(yi)]}, {"steps": [list(map(float, t)) for t in si]})
-                       for si, yi in zip(steps, ys))
-        else:
-            records = (encode_example({"x": [float(v) for v in xi], **({"w": [float(wi)]} if weights else {}),
-                                       **({"hist": [int(h) for h in hi], "y": [float(yi) + history_effect(hi)]}
-                                          if hi is not None else {"y": [float(yi)]})})
-                       for xi, yi, wi, hi in zip(x, y, w, hists))
+        records = (encode_example({"x": [float(v) for v in xi], **({"w": [float(wi)]} if weights else {}),
+                                   **({"hist": [int(h) for h in hi], "y": [float(yi) + history_effect(hi)]}
+                                      if hi is not None else {"y": [float(yi)]})})
+                   for xi, yi, wi, hi in zip(x, y, w, hists))
         write_records(os.path.join(local, name), records, compression=comp, index_interval=index_interval)
         files.append({"path": name, "records": n, "bytes": os.path.getsize(os.path.join(local, name)),
                       "split": split_name})
@@ -108,8 +99,8 @@ def write_dataset(url: str, train_shards=(600, 600, 600, 600), eval_records=400,
         s = splits.setdefault(f["split"] or "all", {"records": 0, "files": []})
         s["records"] += f["records"]
         s["files"].append(f["path"])
-    spec = SEQUENCE_SPEC if sequence else HISTORY_SPEC if history else WEIGHTED_SPEC if weights else SPEC
-    manifest = dataset.manifest_doc("SequenceExample" if sequence else "Example", compression, files, splits=splits,
+    spec = HISTORY_SPEC if history else WEIGHTED_SPEC if weights else SPEC
+    manifest = dataset.manifest_doc("Example", compression, files, splits=splits,
                                     schema={}, parse_spec=spec, source={"test": True}, created="test")
     with open(os.path.join(local, dataset.MANIFEST), "w") as f:
         f.write(dataset.dumps(manifest))
@@ -222,11 +213,14 @@ def history_padded_to_5():
     return model
 
 
-def gru_over_steps():
-    """A GRU over the ragged steps of :func:`make_sequences` (``Input((None, 2), ragged=True)``)."""
+def gru_over_events():
+    """A GRU over the feature lists ``events.x1`` and ``events.x2`` (one value a step) that the
+    export makes of an ``array<struct<x1, x2>>`` column: the steps of :func:`make_sequences`."""
     import tf_keras
 
-    steps = tf_keras.Input((None, 2), name="steps", ragged=True)
-    model = tf_keras.Model({"steps": steps}, tf_keras.layers.Dense(1)(tf_keras.layers.GRU(8)(steps)))
+    x1 = tf_keras.Input((None, 1), name="events.x1", ragged=True)
+    x2 = tf_keras.Input((None, 1), name="events.x2", ragged=True)
+    steps = tf_keras.layers.Concatenate(axis=-1)([x1, x2])
+    model = tf_keras.Model({"events.x1": x1, "events.x2": x2}, tf_keras.layers.Dense(1)(tf_keras.layers.GRU(8)(steps)))
     model.compile(optimizer=tf_keras.optimizers.Adam(0.02), loss="mse")
     return model

@@ -22,6 +22,7 @@ from tfhadoop.spark.export_plan import (
 from tfhadoop.spark.export_profile import merge_profile, profile_exprs
 from tfhadoop.spark.export_rewrite import dataset_to_rewrite, rewrite_into
 from tfhadoop.spark.export_schema import manifest_of
+from tfhadoop.spark.export_sequences import struct_lists_as_feature_lists
 from tfhadoop.spark.export_write import DatasetFS, finalize_files, write_text
 
 log = logging.getLogger(__name__)
@@ -83,8 +84,11 @@ def _export_into(spark, opts: ExportOptions, staging: str, t0: float) -> dict:
     if opts.partition_by and opts.partition_by not in source.columns:
         raise CommandError(f"--partition-by {opts.partition_by!r} is not a column of the input")
     check_label(source, opts.label)
-    exact = exact_plan(source, opts)
     original_schema = source.schema
+    single_steps: set[str] = set()
+    if opts.record_type == "SequenceExample":  # arrays of structs: a feature list per field
+        source, single_steps = struct_lists_as_feature_lists(source)
+    exact = exact_plan(source, opts)
     files, split_info, profile = [], {}, None
     for split, frame in split_frames(source, opts).items():
         frac = opts.splits.get(split, 1.0)
@@ -111,4 +115,5 @@ def _export_into(spark, opts: ExportOptions, staging: str, t0: float) -> dict:
                                       **({"fraction": frac} if opts.splits else {})}
     if sum(f["records"] for f in files) == 0:
         raise CommandError("the export produced no records: the input is empty (nothing written)")
-    return manifest_of(opts, source, profile, files, split_info, time.monotonic() - t0, exact, original_schema)
+    return manifest_of(opts, source, profile, files, split_info, time.monotonic() - t0, exact, original_schema,
+                       single_steps)

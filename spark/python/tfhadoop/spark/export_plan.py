@@ -40,7 +40,7 @@ def split_frames(df, opts: ExportOptions):
         return {"": df}
     if opts.split_key and opts.split_key not in df.columns:
         raise CommandError(f"--split-key {opts.split_key!r} is not a column of the input ({', '.join(df.columns)})")
-    key = F.col(opts.split_key) if opts.split_key else F.struct(*[F.col(c) for c in df.columns])
+    key = F.col(f"`{opts.split_key}`") if opts.split_key else F.struct(*[F.col(f"`{c}`") for c in df.columns])
     bucket = F.pmod(F.xxhash64(key), F.lit(HASH_BUCKETS))
     frames, low = {}, 0
     items = list(opts.splits.items())

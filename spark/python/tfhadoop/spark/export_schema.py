@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from datetime import datetime, timezone
 
 from tfhadoop.connectors import dataset
@@ -10,8 +11,9 @@ from tfhadoop.spark.export_plan import is_vector
 from tfhadoop.spark.export_profile import float32_loss
 
 
-def arrow_schema(profile, partition_by=None, record_type="Example"):
-    """The written data's schema in Arrow terms, with nullability and list lengths as observed."""
+def arrow_schema(profile, partition_by=None, record_type="Example", single_steps: Collection[str] = ()):
+    """The written data's schema in Arrow terms, with nullability and list lengths as observed;
+    ``single_steps``: feature lists whose every step holds one value (from arrays of structs)."""
     import pyarrow as pa
     from pyspark.sql.types import (
         ArrayType,
@@ -57,7 +59,7 @@ def arrow_schema(profile, partition_by=None, record_type="Example"):
                 add(f"{name}.{sub.name}", sub.dataType, nulls, None, None)
             return
         if isinstance(t, ArrayType) and isinstance(t.elementType, ArrayType):
-            at = pa.list_(pa.list_(leaf(t.elementType.elementType)))
+            at = pa.list_(pa.list_(leaf(t.elementType.elementType), 1 if name in single_steps else -1))
         elif isinstance(t, ArrayType):
             fixed = minlen is not None and minlen == maxlen and minlen > 0 and nulls == 0
             at = pa.list_(leaf(t.elementType), minlen) if fixed else pa.list_(leaf(t.elementType))
@@ -73,9 +75,10 @@ def arrow_schema(profile, partition_by=None, record_type="Example"):
     return pa.schema(fields)
 
 
-def manifest_of(opts, source, profile, files, split_info, seconds, exact=None, original_schema=None) -> dict:
+def manifest_of(opts, source, profile, files, split_info, seconds, exact=None, original_schema=None,
+                single_steps: Collection[str] = ()) -> dict:
     exact = exact or {}
-    schema = arrow_schema(profile, opts.partition_by, opts.record_type)
+    schema = arrow_schema(profile, opts.partition_by, opts.record_type, single_steps)
     spec = dataset.parse_spec(schema, opts.record_type)
     for name, how in exact.items():  # the parse spec says how an exact column is to be read
         for group in spec.values():
