@@ -37,10 +37,22 @@ def struct_lists_as_feature_lists(df: DataFrame) -> tuple[Any, set[str]]:
                     isinstance(sub.dataType, ArrayType) and isinstance(sub.dataType.elementType, (ArrayType, StructType))):
                 raise CommandError(f"column {field.name!r}: field {sub.name!r} is {sub.dataType.simpleString()}; a "
                                    f"feature list step holds a number, a string or a flat list of them")
+            # one-argument lambdas (Spark's transform passes the index to a second one), so the
+            # field name comes from a closure, not a default argument
             if isinstance(sub.dataType, ArrayType):
-                steps = F.transform(F.col(f"`{field.name}`"), lambda s, f=sub.name: s[f])
+                steps = F.transform(F.col(f"`{field.name}`"), _field(sub.name))
             else:
-                steps = F.transform(F.col(f"`{field.name}`"), lambda s, f=sub.name: F.array(s[f]))
+                steps = F.transform(F.col(f"`{field.name}`"), _one_value_step(sub.name))
                 single.add(name)
             columns.append(steps.alias(name))
     return df.select(*columns), single
+
+
+def _field(name: str):
+    return lambda step: step[name]
+
+
+def _one_value_step(name: str):
+    from pyspark.sql import functions as F
+
+    return lambda step: F.array(step[name])
