@@ -74,9 +74,8 @@ def test_a_gru_trains_on_arrays_of_structs_exported_as_sequence_examples(spark, 
     ``events.x2``: dense steps of one value) and the label as a context feature; a GRU over the two
     trains on YARN exactly once per epoch and learns what only the steps hold."""
     from tfhadoop.connectors import hdfs
-    from tfhadoop.spark.export import ExportOptions, run_export
-
     from tfhadoop.errors import CommandError
+    from tfhadoop.spark.export import ExportOptions, run_export
     from tfhadoop.spark.export_sequences import struct_lists_as_feature_lists
 
     nested = spark.createDataFrame([(1, [((1, 2),)])], "id int, ev array<struct<p:struct<a:int,b:int>>>")
