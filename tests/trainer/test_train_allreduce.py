@@ -68,7 +68,7 @@ def test_preempted_worker_ring_reforms_smaller_then_grows_back(hadoop_cluster, d
     every epoch trains each example exactly once."""
     # 2 GB master + 2 x 5 GB workers in `train` leave 4 GB of 16 GB; `urgent` asks for 3 x 2 GB
     # and the preemption monitor takes back the newest container of `train`: a worker.
-    epochs = 40
+    epochs = 120  # ~1 s each since checkpoints got cheap (issue 32 §2): 40 ended before the ring grew back
     commit_every = 10  # one round (2 tasks of 300 records / 32 = 10 steps): a commit after every round
     # --no-preemption-warnings: the loss path (YARN's warning would shrink the ring first, at a round
     # boundary: test_warned_worker_leaves_the_ring_at_a_round_boundary)
@@ -112,7 +112,7 @@ def test_lost_node_ring_reforms_on_another_host_without_counting_a_failure(hadoo
     # Enough epochs that the ring cannot finish between its first checkpoint and the kill (an epoch
     # is 4 rounds and a checkpoint to HDFS; the test looks once a second): a job that did fails the
     # check before the kill, saying so.
-    epochs = 10  # 9 epochs after the first took ~25 s here: a host 10x faster still outlasts a 1 s look
+    epochs = 16  # ~1 s each now (9 took ~25 s before checkpoints got cheap): outlasts a 1 s look many times
 
     def start():
         return _train(hadoop_cluster, dataset, background=True,
@@ -274,7 +274,7 @@ def test_warned_worker_leaves_the_ring_at_a_round_boundary(hadoop_cluster, datas
     """Issue 12, row 6 (allreduce): YARN announces the preemption of a worker before it kills it;
     the ring stops after its round (the chief checkpoints) and the next generation leaves the warned
     worker out (ring_shrunk), so the loss itself re-forms nothing; the replacement joins by growth."""
-    epochs = 40
+    epochs = 120  # ~1 s each since checkpoints got cheap (issue 32 §2): 40 ended before the ring grew back
     run, proc = start_preemptible_job(hadoop_cluster, dataset, epochs, train=_train)
     preempt_a_worker(hadoop_cluster, run, proc, alone_timeout=240)
     metrics, events = jobs.metrics(run), jobs.events(run)

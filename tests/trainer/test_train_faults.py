@@ -167,7 +167,7 @@ def test_lost_node_roles_are_replaced_on_another_host_and_training_resumes(hadoo
     containers (a machine losing power). YARN declares it LOST after the embedded cluster's short
     expiry (-100); every role is replaced on another host (ps_moved, worker_moved), the coordinator
     restarts from the checkpoint, the job succeeds with exact counts."""
-    epochs = 4
+    epochs = 10  # still training after the placement checks and the kill, at ~1 s an epoch
 
     def start():
         return jobs.train(hadoop_cluster, dataset, background=True,
@@ -344,7 +344,7 @@ def test_every_worker_preempted_at_once_the_job_waits_then_trains_on(hadoop_clus
     while `urgent` holds its containers, no 3.5 GB replacement fits on either node."""
     import skein
 
-    epochs = 16  # ~4 s each: the losses come ~15 s after `urgent` is submitted, then 15 s without a step
+    epochs = 28  # ~2-4 s each: the losses come ~15 s after `urgent` is submitted, then 15 s without a step
     steps_per_epoch = 2400 // 300 * -(-300 // 32)
     run, proc = jobs.train(hadoop_cluster, dataset, background=True,
                            extra=["--workers", "2", "--min-workers", "1", "--epochs", str(epochs), "--queue", "train",
