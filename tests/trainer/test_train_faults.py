@@ -87,7 +87,9 @@ def _train_and_stop(hadoop_cluster, dataset, role_key: str, workers: int, epochs
 
 
 def test_hung_worker_is_killed_and_replaced(hadoop_cluster, dataset):
-    epochs, hang_timeout = 5, 8
+    # ~1 s an epoch since checkpoints got cheap: 5 epochs ended 2 s after the replacement was asked
+    # for (CI, 2026-11-27), before it served; 20 outlast the hang timeout and the replacement's start
+    epochs, hang_timeout = 20, 8
     run, proc, up, t_stop, out, err, _ = _train_and_stop(hadoop_cluster, dataset, "up/worker/1", 2, epochs, hang_timeout)
     assert proc.returncode == 0, (out + err)[-4000:]
     events = jobs.events(run)
@@ -264,7 +266,7 @@ def test_namenode_restart_during_reads_is_waited_out(hadoop_cluster, dataset):
     test ends, whatever happens: the session cluster is shared with later tests."""
     if hadoop_cluster.embedded is None:
         pytest.skip("needs the embedded cluster (its NameNode is stopped and started)")
-    epochs, outage_s = 8, 20
+    epochs, outage_s = 20, 20  # still reading through the 20 s outage at ~1 s an epoch
     run, proc = jobs.train(hadoop_cluster, dataset, background=True, extra=["--workers", "2", "--epochs", str(epochs)])
     stopped = restarted = None
     try:
