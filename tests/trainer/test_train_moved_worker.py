@@ -39,7 +39,7 @@ def _hold(port: int, timeout: float) -> socket.socket:
 def test_replacement_at_a_new_address_joins_by_coordinated_restart(hadoop_cluster, dataset):
     import skein
 
-    epochs = 30  # outlasts the replacement's coordinated restart at ~1 s an epoch (cheap checkpoints)
+    epochs = 80  # outlasts the replacement's coordinated restart at ~0.65 s an epoch (cheap checkpoints)
     run, proc = jobs.train(hadoop_cluster, dataset, background=True, extra=["--workers", "2", "--epochs", str(epochs)])
     held = None
     try:
