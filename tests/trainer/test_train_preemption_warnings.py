@@ -51,7 +51,9 @@ def test_a_warned_worker_gets_no_new_work_before_yarn_takes_it(hadoop_cluster, b
     """With --checkpoint-secs 600 only the epochs' ends checkpoint: no checkpoint is due within 15 s
     of the warning, none is taken early; with 15 s one always is, and the coordinator takes it at
     once (a checkpoint with every worker there rather than while the kill's closure re-runs)."""
-    epochs = 14
+    # ~5 s an epoch: in CI (2026-11-27) YARN's warning came 63 s after the first step and 14 epochs
+    # ended 5 s after it, before the kill; 28 outlast a slow preemption monitor twice
+    epochs = 28
     run = _run(hadoop_cluster, busy_dataset, epochs, warnings, checkpoint_secs)
     metrics, events = jobs.metrics(run), jobs.events(run)
     kinds = [e["event"] for e in events]
