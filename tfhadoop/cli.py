@@ -28,6 +28,7 @@ COMMANDS = {
     "status": ("tfhadoop.trainer.jobs_cli:register_status", "state, progress and events of a training application"),
     "logs": ("tfhadoop.trainer.jobs_cli:register_logs", "logs of a training application (--role worker:1)"),
     "kill": ("tfhadoop.trainer.jobs_cli:register_kill", "kill a training application"),
+    "stop": ("tfhadoop.trainer.jobs_cli:register_stop", "end a training job after the epoch in progress, keeping its model"),
     "follow": ("tfhadoop.trainer.jobs_cli:register_follow", "follow a training job to its end (Ctrl-C detaches)"),
     "jobs": ("tfhadoop.trainer.jobs_cli:register_jobs", "this user's training jobs"),
     "tensorboard": ("tfhadoop.trainer.tensorboard_cli:register", "TensorBoard on a training job's event files on HDFS"),
@@ -56,8 +57,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 # Commands that reach HDFS or YARN: on a Kerberized cluster they log in from --keytab, or need a
 # ticket. train/status/logs/kill/follow/jobs always talk to YARN; the others check when they
 # first reach HDFS (tfhadoop.connectors.hdfs).
-KERBEROS_COMMANDS = {"records", "export", "demo", "train", "status", "logs", "kill", "follow", "jobs", "tensorboard"}
-YARN_COMMANDS = {"train", "status", "logs", "kill", "follow", "jobs"}
+KERBEROS_COMMANDS = {"records", "export", "demo", "train", "status", "logs", "kill", "stop", "follow", "jobs",
+                     "tensorboard"}
+YARN_COMMANDS = {"train", "status", "logs", "kill", "stop", "follow", "jobs"}
 
 
 def kerberos_options(p: argparse.ArgumentParser) -> None:

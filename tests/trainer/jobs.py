@@ -143,6 +143,66 @@ def wait_epochs(hadoop_cluster, run, proc, epochs: int, timeout: float = 300):
     assert proc.poll() is None, proc.communicate()[1][-3000:]
 
 
+def stop(app: str, *options: str) -> None:
+    """`tfhadoop stop APP`: the job ends after the epoch in progress. Fault tests start jobs of
+    ENDLESS epochs and stop them once they have seen what they wait for, so a faster host cannot
+    end a job before its fault and a slower one does not train epochs nobody checks."""
+    done = subprocess.run([sys.executable, "-m", "tfhadoop", "stop", app, *options], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0 and "training ends after the epoch in progress" in done.stdout, \
+        (done.stdout + done.stderr)[-3000:]
+
+
+def stop_when(hadoop_cluster, run, proc, app: str, predicate, what: str, timeout: float = 300) -> None:
+    """Wait for ``predicate`` (saying why if it never holds), then `tfhadoop stop` the job."""
+    wait_for(lambda: predicate() or proc.poll() is not None, timeout, what, interval=1,
+             diagnose=lambda: diagnosis(hadoop_cluster, run))
+    assert proc.poll() is None, "the job ended before " + what + ": " + proc.communicate()[1][-3000:]
+    stop(app)
+
+
+def epochs_after(run, condition, n: int = 2):
+    """A predicate: ``condition()`` has held, and ``n`` more epochs were checkpointed since it first did."""
+    seen: dict = {}
+
+    def check() -> bool:
+        if "epoch" not in seen:
+            if not condition():
+                return False
+            seen["epoch"] = state_epoch(run) or 0
+        return (state_epoch(run) or 0) >= seen["epoch"] + n
+    return check
+
+
+def event_seen(run, kind: str, count: int = 1):
+    """A predicate: the job's event log holds ``count`` events of ``kind`` (or more)."""
+    def check() -> bool:
+        try:
+            return sum(e["event"] == kind for e in events(run)) >= count
+        except Exception:  # noqa: BLE001 - not written yet
+            return False
+    return check
+
+
+def kv(app: str, key: str):
+    """The JSON value of ``key`` in a running job's key-value store (None when absent)."""
+    import skein
+
+    with skein.Client() as client:
+        raw = client.connect(app, wait=False).kv.get(key)
+    return json.loads(raw.decode()) if raw else None
+
+
+def assert_stopped(metrics: dict, epochs_at_least: int) -> None:
+    """The job ended by `tfhadoop stop`, after ``epochs_at_least`` epochs or more, each exactly once."""
+    assert metrics["stopped"] and metrics["stopped"]["after_epoch"] == len(metrics["epochs"]) - 1, metrics["stopped"]
+    assert len(metrics["epochs"]) >= epochs_at_least, metrics["epochs"]
+    assert [e["examples"] for e in metrics["epochs"]] == [e["expected"] for e in metrics["epochs"]], metrics["epochs"]
+
+
+ENDLESS = 100_000  # --epochs of a job the test ends with `stop`
+
+
 def seconds_to_first_progress(events: list, since_event: dict, t0: float) -> str:
     """When the master first saw training progress after ``since_event``, as "N.N s" after ``t0``;
     for the printed timings only: a job that finishes within one of the master's 1 s looks after

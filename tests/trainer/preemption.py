@@ -19,25 +19,27 @@ def hold_containers(client, name: str, queue: str, instances: int, memory: int, 
                                         script="sleep 600")}))
 
 
-def start_preemptible_job(hadoop_cluster, dataset, epochs: int, train=None, extra=()):
+def start_preemptible_job(hadoop_cluster, dataset, train=None, extra=()):
     """Start (in the background) the job `preempt_a_worker` drives: 2 x 5 GB workers in `train`
-    with --min-workers 1, once no container of an earlier test is left, since the sizes are
-    chosen so that `urgent` must take exactly one worker. ``train`` starts it (the PS mode's
-    `jobs.train` unless given) with ``extra`` options."""
+    with --min-workers 1 and endless epochs (`preempt_a_worker` stops it), once no container of an
+    earlier test is left, since the sizes are chosen so that `urgent` must take exactly one worker.
+    ``train`` starts it (the PS mode's `jobs.train` unless given) with ``extra`` options."""
     jobs.wait(lambda: jobs.cluster_idle(hadoop_cluster.conf), 120, "the cluster's containers of earlier tests to end")
     return (train or jobs.train)(hadoop_cluster, dataset, background=True,
-                                 extra=["--workers", "2", "--min-workers", "1", "--epochs", str(epochs),
+                                 extra=["--workers", "2", "--min-workers", "1", "--epochs", str(jobs.ENDLESS),
                                         "--queue", "train", "--worker-memory", "5g", *extra])
 
 
-def preempt_a_worker(hadoop_cluster, run, proc, alone_timeout: float = 180) -> None:
+def preempt_a_worker(hadoop_cluster, run, proc, back, alone_timeout: float = 180) -> None:
     """Drive a job of 2 x 5 GB workers in `train` (with --min-workers 1) through a preemption: after
     two epochs `urgent` asks for 3 x 2 GB and the preemption monitor takes back the newest
     container of `train`, a worker; the job must train two more epochs with the other worker while
-    the replacement waits, then gets the resources back and must end with exit status 0."""
+    the replacement waits, then gets the resources back. Once ``back(app_id)`` says the replacement
+    takes part and two more epochs are checkpointed, `tfhadoop stop` ends it: exit status 0."""
     import skein
 
     urgent = None
+    app = jobs.app_id(proc)
     diagnose = lambda: jobs.diagnosis(hadoop_cluster, run)  # noqa: E731
     try:
         jobs.wait_epochs(hadoop_cluster, run, proc, 2)
@@ -51,6 +53,8 @@ def preempt_a_worker(hadoop_cluster, run, proc, alone_timeout: float = 180) -> N
                       "training on with one worker", diagnose)
             urgent.shutdown()
             urgent = None
+        jobs.stop_when(hadoop_cluster, run, proc, app, jobs.epochs_after(run, lambda: back(app)),
+                       "the replacement back in training and two more epochs")
         out, err = proc.communicate(timeout=900)
     finally:
         if urgent is not None:
@@ -58,3 +62,10 @@ def preempt_a_worker(hadoop_cluster, run, proc, alone_timeout: float = 180) -> N
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 0, (out + err)[-4000:]
+
+
+def rejoined(app: str) -> bool:
+    """PS mode: a replaced worker has rejoined the running training (the coordinator's ``rejoins``)."""
+    from tfhadoop.trainer import protocol
+
+    return bool(jobs.kv(app, protocol.KV_REJOINS))

@@ -68,15 +68,14 @@ def test_preempted_worker_ring_reforms_smaller_then_grows_back(hadoop_cluster, d
     every epoch trains each example exactly once."""
     # 2 GB master + 2 x 5 GB workers in `train` leave 4 GB of 16 GB; `urgent` asks for 3 x 2 GB
     # and the preemption monitor takes back the newest container of `train`: a worker.
-    epochs = 120  # ~1 s each since checkpoints got cheap (issue 32 §2): 40 ended before the ring grew back
     commit_every = 10  # one round (2 tasks of 300 records / 32 = 10 steps): a commit after every round
     # --no-preemption-warnings: the loss path (YARN's warning would shrink the ring first, at a round
     # boundary: test_warned_worker_leaves_the_ring_at_a_round_boundary)
-    run, proc = start_preemptible_job(hadoop_cluster, dataset, epochs, train=_train,
+    run, proc = start_preemptible_job(hadoop_cluster, dataset, train=_train,
                                       extra=["--commit-every-steps", str(commit_every), "--no-preemption-warnings"])
-    preempt_a_worker(hadoop_cluster, run, proc, alone_timeout=240)
+    preempt_a_worker(hadoop_cluster, run, proc, back=lambda app: _ring_grown(run), alone_timeout=240)
     metrics = jobs.metrics(run)
-    assert [e["examples"] for e in metrics["epochs"]] == [2400] * epochs  # exactly once per epoch
+    jobs.assert_stopped(metrics, 6)  # exactly once per epoch, the ring's last members stopped together
     events = jobs.events(run)
     lost = [e for e in events if e["event"] == "container_lost"]
     assert lost[0].get("exit_status") == -102 and lost[0]["preempted"], lost
@@ -109,15 +108,11 @@ def test_lost_node_ring_reforms_on_another_host_without_counting_a_failure(hadoo
     slot, and with --min-workers 2 the job then fails (the old ring master did: it recognised only
     preemptions); here both slots are replaced at once on the other hosts, the ring re-forms there
     from the checkpoint and the job succeeds with exact counts."""
-    # Enough epochs that the ring cannot finish between its first checkpoint and the kill (an epoch
-    # is 4 rounds and a checkpoint to HDFS; the test looks once a second): a job that did fails the
-    # check before the kill, saying so.
-    epochs = 16  # ~1 s each now (9 took ~25 s before checkpoints got cheap): outlasts a 1 s look many times
-
+    # Endless epochs (16 once ended before the kill), stopped two epochs after the ring re-formed.
     def start():
         return _train(hadoop_cluster, dataset, background=True,
                       extra=["--workers", "2", "--min-workers", "2", "--max-worker-restarts", "0",
-                             "--epochs", str(epochs), "--worker-memory", "2g"])
+                             "--epochs", str(jobs.ENDLESS), "--worker-memory", "2g"])
 
     # The filler goes right after the kill, long before YARN's expiry: the replacements land in-process.
     with job_on_an_extra_node(hadoop_cluster, start, memory_mb=4096, vcores=4) as job:
@@ -133,6 +128,8 @@ def test_lost_node_ring_reforms_on_another_host_without_counting_a_failure(hadoo
         job.release_filler()
         reformed = jobs.wait(lambda: _event_after(run, "ring_reformed", t_kill) or proc.poll() is not None, 240,
                              "the ring re-formed after the node's loss", lambda: jobs.diagnosis(hadoop_cluster, run))
+        jobs.stop_when(hadoop_cluster, run, proc, job.app_id, jobs.epochs_after(run, lambda: True),
+                       "two epochs of the re-formed ring")
         out, err = proc.communicate(timeout=300)
     assert proc is not None and proc.returncode == 0, (out + err)[-4000:]
     events = jobs.events(run)
@@ -151,7 +148,8 @@ def test_lost_node_ring_reforms_on_another_host_without_counting_a_failure(hadoo
     assert resumed["restored_from"] == "checkpoint" and resumed["restored_step"] > 0, resumed
     assert kinds[-1] == "finished" and events[-1]["status"] == "SUCCEEDED", events[-1]
     metrics = jobs.metrics(run)
-    assert [e["examples"] for e in metrics["epochs"]] == [2400] * epochs  # exactly once per epoch
+    jobs.assert_stopped(metrics, 3)  # exactly once per epoch
+    epochs = len(metrics["epochs"])
     print(f"node killed -> lost (NM expiry) {lost[0]['time'] - t_kill:.1f} s -> ring re-formed "
           f"{reformed['time'] - t_kill:.1f} s -> training again {resumed['time'] - t_kill:.1f} s "
           f"(restored step {resumed['restored_step']}); the re-formed ring trained "
@@ -256,6 +254,14 @@ def _kill_application_quietly(client, app_id: str) -> None:
         pass
 
 
+def _ring_grown(run) -> bool:
+    """The ring is back to two workers and training (the grown generation's first round)."""
+    try:
+        return _grown_and_training(run) is not None
+    except FileNotFoundError:
+        return False
+
+
 def _event_after(run, kind, t):
     return next((e for e in jobs.events(run) if e["event"] == kind and e["time"] >= t), None)
 
@@ -274,12 +280,11 @@ def test_warned_worker_leaves_the_ring_at_a_round_boundary(hadoop_cluster, datas
     """Issue 12, row 6 (allreduce): YARN announces the preemption of a worker before it kills it;
     the ring stops after its round (the chief checkpoints) and the next generation leaves the warned
     worker out (ring_shrunk), so the loss itself re-forms nothing; the replacement joins by growth."""
-    epochs = 120  # ~1 s each since checkpoints got cheap (issue 32 §2): 40 ended before the ring grew back
-    run, proc = start_preemptible_job(hadoop_cluster, dataset, epochs, train=_train)
-    preempt_a_worker(hadoop_cluster, run, proc, alone_timeout=240)
+    run, proc = start_preemptible_job(hadoop_cluster, dataset, train=_train)
+    preempt_a_worker(hadoop_cluster, run, proc, back=lambda app: _ring_grown(run), alone_timeout=240)
     metrics, events = jobs.metrics(run), jobs.events(run)
     kinds = [e["event"] for e in events]
-    assert [e["examples"] for e in metrics["epochs"]] == [2400] * epochs  # exactly once per epoch
+    jobs.assert_stopped(metrics, 6)  # exactly once per epoch
     lost = [e for e in events if e["event"] == "container_lost"]
     assert lost and lost[0]["preempted"], lost
     warned = [e for e in events if e["event"] == "preemption_warned" and e["container"] == lost[0]["container"]]

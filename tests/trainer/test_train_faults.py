@@ -19,6 +19,7 @@ from tests.trainer import jobs
 from tests.trainer.lost_node import EXTRA_HOST, job_on_an_extra_node
 from tests.trainer.preemption import hold_containers
 from tests.waiting import wait_for
+from tfhadoop.trainer import protocol
 from tfhadoop.trainer.protocol import HEARTBEAT_S
 from tfhadoop.yarn.embedded import application_master_pid
 
@@ -52,11 +53,13 @@ def _wait_training_in_epoch_1(hadoop_cluster, run, proc, kv) -> None:
 
 
 def _train_and_stop(hadoop_cluster, dataset, role_key: str, workers: int, epochs: int, hang_timeout: int,
-                    observe: Callable[[Any, str], Any] | None = None
+                    observe: Callable[[Any, str], Any] | None = None,
+                    until: Callable[[str], Callable[[], bool]] | None = None
                     ) -> tuple[str, subprocess.Popen[str], dict, float, str, str, Any]:
     """``tfhadoop train`` with ``--hang-timeout``; in the second epoch the process that
     ``role_key`` (``up/<role>/<slot>``, or ``coordinator``, in the key-value store) names is
-    SIGSTOPped, and ``observe(kv, run)``, if given, runs right after. Returns
+    SIGSTOPped, and ``observe(kv, run)``, if given, runs right after; with ``until``, the job is
+    `tfhadoop stop`ped once ``until(run)()`` holds (``epochs``: jobs.ENDLESS). Returns
     ``run, proc, up, t_stop, out, err, observed`` once the job has ended (the process is SIGCONTed
     then, in case YARN did not kill it)."""
     import skein
@@ -74,6 +77,8 @@ def _train_and_stop(hadoop_cluster, dataset, role_key: str, workers: int, epochs
             os.kill(stopped, signal.SIGSTOP)
             t_stop = time.time()
             observed = observe(kv, run) if observe else None
+        if until:
+            jobs.stop_when(hadoop_cluster, run, proc, app_id, until(run), "what the test waits for after the stop")
         out, err = proc.communicate(timeout=600)
     finally:
         if proc.poll() is None:
@@ -87,11 +92,11 @@ def _train_and_stop(hadoop_cluster, dataset, role_key: str, workers: int, epochs
 
 
 def test_hung_worker_is_killed_and_replaced(hadoop_cluster, dataset):
-    # ~1 s an epoch since checkpoints got cheap: 5 epochs ended 2 s after the replacement was asked
-    # for (CI, 2026-11-27), before it served; 40 (~0.65 s each) outlast the hang timeout and the
-    # replacement's start
-    epochs, hang_timeout = 40, 8
-    run, proc, up, t_stop, out, err, _ = _train_and_stop(hadoop_cluster, dataset, "up/worker/1", 2, epochs, hang_timeout)
+    # endless epochs, stopped two epochs after the replacement serves (5 epochs once ended before it did)
+    hang_timeout = 8
+    run, proc, up, t_stop, out, err, _ = _train_and_stop(
+        hadoop_cluster, dataset, "up/worker/1", 2, jobs.ENDLESS, hang_timeout,
+        until=lambda run: jobs.epochs_after(run, jobs.event_seen(run, "replacement_up")))
     assert proc.returncode == 0, (out + err)[-4000:]
     events = jobs.events(run)
     kinds = [e["event"] for e in events]
@@ -105,7 +110,7 @@ def test_hung_worker_is_killed_and_replaced(hadoop_cluster, dataset):
     after = kinds[kinds.index("hang_detected"):]
     assert after[:3] == ["hang_detected", "container_lost", "replacement_requested"], after
     assert "replacement_up" in after and "coordinator_failed" not in kinds
-    assert [e["examples"] for e in jobs.metrics(run)["epochs"]] == [2400] * epochs  # exactly once per epoch
+    jobs.assert_stopped(jobs.metrics(run), 4)  # exactly once per epoch
     up_again = next(e for e in events if e["event"] == "replacement_up")
     print(f"worker stopped -> hang detected {detected_after:.1f} s -> replacement serving "
           f"{up_again['time'] - t_stop:.1f} s")
@@ -114,11 +119,10 @@ def test_hung_worker_is_killed_and_replaced(hadoop_cluster, dataset):
 def test_killed_application_master_resumes_in_attempt_2(hadoop_cluster, dataset):
     import skein
 
-    # Epochs enough that the job is still training when the AM is killed: an epoch of the test
-    # dataset is ~0.1 s of training and a ~0.25 s checkpoint (2 s before issue 32's faster closes).
-    epochs = 24
+    # Endless epochs: still training when the AM is killed, stopped two epochs into attempt 2.
     steps_per_epoch = 2400 // 300 * -(-300 // 32)  # 8 tasks of 10 steps; a checkpoint at each epoch's end
-    run, proc = jobs.train(hadoop_cluster, dataset, background=True, extra=["--workers", "2", "--epochs", str(epochs)])
+    run, proc = jobs.train(hadoop_cluster, dataset, background=True,
+                           extra=["--workers", "2", "--epochs", str(jobs.ENDLESS)])
     try:
         app_id = jobs.app_id(proc)
         jobs.wait(lambda: (jobs.state_epoch(run) or 0) >= 2 or proc.poll() is not None, 300, "two epochs")
@@ -127,6 +131,8 @@ def test_killed_application_master_resumes_in_attempt_2(hadoop_cluster, dataset)
             progress = json.loads(client.connect(app_id).kv["progress"].decode())
         os.kill(_am_pid(app_id), signal.SIGKILL)
         t_kill = time.time()
+        jobs.stop_when(hadoop_cluster, run, proc, app_id, jobs.epochs_after(run, jobs.event_seen(run, "am_restarted")),
+                       "two epochs in attempt 2")
         out, err = proc.communicate(timeout=600)
     finally:
         if proc.poll() is None:
@@ -145,7 +151,7 @@ def test_killed_application_master_resumes_in_attempt_2(hadoop_cluster, dataset)
     assert kinds[i:].count("cluster_up") == 1 and "coordinator_started" in kinds[i:] and kinds[-1] == "finished"
     seqs = [e["seq"] for e in events if e.get("app") == app_id]
     assert seqs == list(range(len(seqs))), seqs  # attempt 2 numbers its events after attempt 1's
-    assert [e["examples"] for e in jobs.metrics(run)["epochs"]] == [2400] * epochs  # exactly once per epoch
+    jobs.assert_stopped(jobs.metrics(run), 4)  # exactly once per epoch
     print(f"AM killed -> attempt 2's master {restarted[0]['time'] - t_kill:.1f} s -> training again "
           f"{jobs.seconds_to_first_progress(events, events[i], t_kill)}; resumed at step {resumed_at}, "
           f"{progress['steps']} read before the kill")
@@ -170,11 +176,10 @@ def test_lost_node_roles_are_replaced_on_another_host_and_training_resumes(hadoo
     containers (a machine losing power). YARN declares it LOST after the embedded cluster's short
     expiry (-100); every role is replaced on another host (ps_moved, worker_moved), the coordinator
     restarts from the checkpoint, the job succeeds with exact counts."""
-    epochs = 10  # still training after the placement checks and the kill, at ~1 s an epoch
-
-    def start():
+    def start():  # endless epochs: stopped two epochs after the coordinator's restart
         return jobs.train(hadoop_cluster, dataset, background=True,
-                          extra=["--workers", "2", "--epochs", str(epochs), "--ps-memory", "2g", "--worker-memory", "2g"])
+                          extra=["--workers", "2", "--epochs", str(jobs.ENDLESS), "--ps-memory", "2g",
+                                 "--worker-memory", "2g"])
 
     with job_on_an_extra_node(hadoop_cluster, start, memory_mb=6144, vcores=8) as job:
         run, proc = job.run, job.proc
@@ -187,6 +192,9 @@ def test_lost_node_roles_are_replaced_on_another_host_and_training_resumes(hadoo
         killed = job.nm.kill()
         t_kill = time.time()
         assert killed >= 3, killed  # the three roles' processes (and their launch shells)
+        jobs.stop_when(hadoop_cluster, run, proc, job.app_id,
+                       jobs.epochs_after(run, jobs.event_seen(run, "coordinator_started", 2)),
+                       "two epochs after the coordinator's restart")
         out, err = proc.communicate(timeout=600)
     assert proc is not None and proc.returncode == 0, (out + err)[-4000:]
     events = jobs.events(run)
@@ -201,7 +209,7 @@ def test_lost_node_roles_are_replaced_on_another_host_and_training_resumes(hadoo
                for (r, s), e in moved.items()), moved
     i = kinds.index("container_lost")
     assert "coordinator_started" in kinds[i:] and "slot_abandoned" not in kinds and kinds[-1] == "finished"
-    assert [e["examples"] for e in jobs.metrics(run)["epochs"]] == [2400] * epochs  # exactly once per epoch
+    jobs.assert_stopped(jobs.metrics(run), 3)  # exactly once per epoch
     restarted = next(e for e in events[i:] if e["event"] == "coordinator_started")
     print(f"node killed -> lost (NM expiry) {lost[0]['time'] - t_kill:.1f} s -> coordinator restarted "
           f"{restarted['time'] - t_kill:.1f} s -> training again {jobs.seconds_to_first_progress(events, restarted, t_kill)}; "
@@ -223,8 +231,9 @@ def test_hdfs_safe_mode_during_checkpoints_is_waited_out(hadoop_cluster, dataset
 
     if hadoop_cluster.embedded is None:
         pytest.skip("needs the embedded cluster (its NameNode is put into safe mode)")
-    epochs, outage_s = 24, 20  # epochs: still checkpointing when safe mode begins (see the AM test)
-    run, proc = jobs.train(hadoop_cluster, dataset, background=True, extra=["--workers", "2", "--epochs", str(epochs)])
+    outage_s = 20  # endless epochs: still checkpointing when safe mode begins, stopped two epochs after it
+    run, proc = jobs.train(hadoop_cluster, dataset, background=True,
+                           extra=["--workers", "2", "--epochs", str(jobs.ENDLESS)])
     entered = None
     try:
         app_id = jobs.app_id(proc)
@@ -239,6 +248,8 @@ def test_hdfs_safe_mode_during_checkpoints_is_waited_out(hadoop_cluster, dataset
         time.sleep(max(0.0, outage_s - (time.time() - entered)))  # hold the outage for its full length
         _safemode(hadoop_cluster, "leave")
         left = time.time()
+        jobs.stop_when(hadoop_cluster, run, proc, app_id, jobs.epochs_after(run, lambda: True),
+                       "two epochs after safe mode")
         out, err = proc.communicate(timeout=600)
     finally:
         if entered is not None:
@@ -252,7 +263,7 @@ def test_hdfs_safe_mode_during_checkpoints_is_waited_out(hadoop_cluster, dataset
     assert retries and all(e["what"] == "checkpoint" for e in retries), retries
     assert any("safe mode" in e["error"].lower() for e in retries), retries
     assert "coordinator_failed" not in kinds and kinds[-1] == "finished"
-    assert [e["examples"] for e in jobs.metrics(run)["epochs"]] == [2400] * epochs
+    jobs.assert_stopped(jobs.metrics(run), 3)
     print(f"safe mode {left - began:.1f} s; {len(retries)} checkpoint retries, the last "
           f"{retries[-1]['time'] - began:.1f} s after it began")
 
@@ -267,11 +278,12 @@ def test_namenode_restart_during_reads_is_waited_out(hadoop_cluster, dataset):
     test ends, whatever happens: the session cluster is shared with later tests."""
     if hadoop_cluster.embedded is None:
         pytest.skip("needs the embedded cluster (its NameNode is stopped and started)")
-    epochs, outage_s = 20, 20  # still reading through the 20 s outage at ~1 s an epoch
-    run, proc = jobs.train(hadoop_cluster, dataset, background=True, extra=["--workers", "2", "--epochs", str(epochs)])
+    outage_s = 20  # endless epochs: still reading through the outage, stopped two epochs after it
+    run, proc = jobs.train(hadoop_cluster, dataset, background=True,
+                           extra=["--workers", "2", "--epochs", str(jobs.ENDLESS)])
     stopped = restarted = None
     try:
-        jobs.app_id(proc)
+        app_id = jobs.app_id(proc)
         jobs.wait(lambda: (jobs.state_epoch(run) or 0) >= 1 or proc.poll() is not None, 300, "one epoch")
         assert proc.poll() is None, proc.communicate()[1][-3000:]
         hadoop_cluster.embedded.stop_namenode()
@@ -280,6 +292,8 @@ def test_namenode_restart_during_reads_is_waited_out(hadoop_cluster, dataset):
         hadoop_cluster.embedded.start_namenode()
         restarted = time.time()
         down_s = restarted - stopped
+        jobs.stop_when(hadoop_cluster, run, proc, app_id, jobs.epochs_after(run, lambda: True),
+                       "two epochs after the NameNode's restart")
         out, err = proc.communicate(timeout=600)
     finally:
         if stopped is not None and restarted is None:
@@ -291,7 +305,7 @@ def test_namenode_restart_during_reads_is_waited_out(hadoop_cluster, dataset):
     kinds = [e["event"] for e in events]
     assert "am_restarted" not in kinds, kinds
     assert "coordinator_failed" not in kinds and kinds[-1] == "finished", kinds
-    assert [e["examples"] for e in jobs.metrics(run)["epochs"]] == [2400] * epochs
+    jobs.assert_stopped(jobs.metrics(run), 3)
     retries = [e for e in events if e["event"] == "hdfs_retry"]
     print(f"NameNode down {down_s:.1f} s; {len(retries)} retries: "
           f"{sorted({e['what'] for e in retries})}")
@@ -347,12 +361,11 @@ def test_every_worker_preempted_at_once_the_job_waits_then_trains_on(hadoop_clus
     while `urgent` holds its containers, no 3.5 GB replacement fits on either node."""
     import skein
 
-    # ~0.65 s an epoch now (16 epochs trained in 10.6 s in CI and ended before the losses): the losses
-    # come ~15 s after `urgent` is submitted, then 15 s without a step
-    epochs = 120
+    # endless epochs (16 once ended before the losses), stopped two epochs after both replacements serve
     steps_per_epoch = 2400 // 300 * -(-300 // 32)
     run, proc = jobs.train(hadoop_cluster, dataset, background=True,
-                           extra=["--workers", "2", "--min-workers", "1", "--epochs", str(epochs), "--queue", "train",
+                           extra=["--workers", "2", "--min-workers", "1", "--epochs", str(jobs.ENDLESS),
+                                  "--queue", "train",
                                   "--worker-memory", "3584m", "--ps-memory", "4608m"])
     urgent = None
     try:
@@ -371,6 +384,12 @@ def test_every_worker_preempted_at_once_the_job_waits_then_trains_on(hadoop_clus
             urgent.shutdown()
             urgent = None
             t_back = time.time()
+        def both_back() -> bool:  # serving, and rejoined (unless one moved: then the coordinator restarts)
+            served, moved = jobs.event_seen(run, "replacement_up", 2)(), jobs.event_seen(run, "worker_moved")()
+            return served and (moved or {r["slot"] for r in jobs.kv(app_id, protocol.KV_REJOINS) or []} == {0, 1})
+
+        jobs.stop_when(hadoop_cluster, run, proc, app_id, jobs.epochs_after(run, both_back),
+                       "two epochs after both replacements are back")
         out, err = proc.communicate(timeout=600)
     finally:
         if urgent is not None:
@@ -399,8 +418,8 @@ def test_every_worker_preempted_at_once_the_job_waits_then_trains_on(hadoop_clus
         json.dumps(coordinator, indent=1)
     assert "slot_abandoned" not in kinds and kinds[-1] == "finished", kinds
     metrics = jobs.metrics(run)
-    assert [e["examples"] for e in metrics["epochs"]] == [2400] * epochs  # exactly once per epoch
-    assert metrics["steps"] == epochs * steps_per_epoch  # no step taken twice: nothing redone
+    jobs.assert_stopped(metrics, 3)  # exactly once per epoch
+    assert metrics["steps"] == len(metrics["epochs"]) * steps_per_epoch  # no step taken twice: nothing redone
     if not moved:
         assert {r["slot"] for r in metrics["rejoins"]} == {0, 1}, metrics["rejoins"]
     print(f"both workers preempted -> waited {t_back - lost[0]['time']:.1f} s with none -> replacements "

@@ -39,8 +39,9 @@ def _hold(port: int, timeout: float) -> socket.socket:
 def test_replacement_at_a_new_address_joins_by_coordinated_restart(hadoop_cluster, dataset):
     import skein
 
-    epochs = 80  # outlasts the replacement's coordinated restart at ~0.65 s an epoch (cheap checkpoints)
-    run, proc = jobs.train(hadoop_cluster, dataset, background=True, extra=["--workers", "2", "--epochs", str(epochs)])
+    # endless epochs, stopped two epochs after the coordinated restart
+    run, proc = jobs.train(hadoop_cluster, dataset, background=True,
+                           extra=["--workers", "2", "--epochs", str(jobs.ENDLESS)])
     held = None
     try:
         app_id = jobs.app_id(proc)
@@ -53,6 +54,9 @@ def test_replacement_at_a_new_address_joins_by_coordinated_restart(hadoop_cluste
             container = json.loads(app.kv["up/worker/1"].decode())["container"]
             app.kill_container(container)
             held = _hold(int(old.rsplit(":", 1)[1]), 30)  # the replacement cannot have the port
+        jobs.stop_when(hadoop_cluster, run, proc, app_id,
+                       jobs.epochs_after(run, jobs.event_seen(run, "coordinator_started", 2)),
+                       "two epochs after the coordinated restart")
         out, err = proc.communicate(timeout=600)
     finally:
         if proc.poll() is None:
@@ -73,7 +77,7 @@ def test_replacement_at_a_new_address_joins_by_coordinated_restart(hadoop_cluste
     restarted = [e for e in events[i_moved:] if e["event"] == "coordinator_started"]
     assert restarted and restarted[0]["cluster"]["worker"][up["slots"].index(1)] == new, restarted
     assert kinds.count("coordinator_failed") == 0, kinds
-    assert [e["examples"] for e in jobs.metrics(run)["epochs"]] == [2400] * epochs  # exactly once per epoch
+    jobs.assert_stopped(jobs.metrics(run), 4)  # exactly once per epoch
     t = lost[0]["time"]
     print(f"worker lost -> moved {moved[0]['time'] - t:.1f} s -> coordinator restarted "
           f"{restarted[0]['time'] - t:.1f} s -> training resumed with the replacement "

@@ -14,7 +14,7 @@ import pytest
 from tests import tensorboard_http
 from tests.trainer import jobs
 from tests.trainer import trainer_test_models as models
-from tests.trainer.preemption import hold_containers, preempt_a_worker, start_preemptible_job
+from tests.trainer.preemption import hold_containers, preempt_a_worker, rejoined, start_preemptible_job
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -94,11 +94,10 @@ def test_model_function_that_raises_fails_fast(hadoop_cluster, dataset):
 
 def test_preempted_worker_is_replaced_and_rejoins_without_restart(hadoop_cluster, dataset):
     # 2 GB master + 1 GB PS + 2 x 5 GB workers in `train` leave 3 GB of 16 GB for `urgent`.
-    epochs = 150  # outlasts the loss, two epochs alone and the rejoin, now that an epoch is ~0.65 s (cheap checkpoints)
-    run, proc = start_preemptible_job(hadoop_cluster, dataset, epochs)
-    preempt_a_worker(hadoop_cluster, run, proc)
+    run, proc = start_preemptible_job(hadoop_cluster, dataset)
+    preempt_a_worker(hadoop_cluster, run, proc, back=rejoined)
     metrics = jobs.metrics(run)
-    assert [e["examples"] for e in metrics["epochs"]] == [2400] * epochs  # exactly once per epoch
+    jobs.assert_stopped(metrics, 6)  # exactly once per epoch: 2 before the loss, 2 alone, 2 after the rejoin
     events = jobs.events(run)
     kinds = [e["event"] for e in events]
     assert kinds.count("coordinator_started") == 1  # no restart
@@ -114,9 +113,8 @@ def test_preempted_worker_is_replaced_and_rejoins_without_restart(hadoop_cluster
 def test_killed_parameter_server_resumes_from_checkpoint(hadoop_cluster, dataset):
     import skein
 
-    epochs = 12
     run, proc = jobs.train(hadoop_cluster, dataset, background=True,
-                           extra=["--workers", "2", "--epochs", str(epochs)])
+                           extra=["--workers", "2", "--epochs", str(jobs.ENDLESS)])
     try:
         app_id = jobs.app_id(proc)
         jobs.wait_epochs(hadoop_cluster, run, proc, 2)
@@ -125,6 +123,10 @@ def test_killed_parameter_server_resumes_from_checkpoint(hadoop_cluster, dataset
             ps = [c for c in app.get_containers(services=["ps"]) if str(c.state) == "RUNNING"]
             assert len(ps) == 1
             app.kill_container(ps[0].id)
+        # ended once the new coordinator has trained two epochs on the replacement PS
+        jobs.stop_when(hadoop_cluster, run, proc, app_id,
+                       jobs.epochs_after(run, jobs.event_seen(run, "coordinator_started", 2)),
+                       "two epochs after the coordinator's restart")
         out, err = proc.communicate(timeout=900)
     finally:
         if proc.poll() is None:
@@ -135,7 +137,7 @@ def test_killed_parameter_server_resumes_from_checkpoint(hadoop_cluster, dataset
     lost = [e for e in events if e["event"] == "container_lost"]
     assert [e["role"] for e in lost] == ["ps"], lost
     assert "replacement_up" in kinds and kinds.count("coordinator_started") >= 2
-    assert [e["examples"] for e in jobs.metrics(run)["epochs"]] == [2400] * epochs
+    jobs.assert_stopped(jobs.metrics(run), 4)
     restarted = [e for e in events if e["event"] == "coordinator_started"][-1]
     print("PS lost -> coordinator restarted:", round(restarted["time"] - lost[0]["time"], 1), "s")
 
@@ -233,6 +235,9 @@ def test_unsplit_dataset_status_follow_kill_and_jobs(hadoop_cluster, tmp_path):
     assert killed.returncode == 0 and f"killed {app_id}" in killed.stdout
     again = subprocess.run([*tfh, "kill", app_id], capture_output=True, text=True, timeout=120)
     assert again.returncode == 0 and f"{app_id} had already finished: KILLED" in again.stdout, again.stdout
+    late = subprocess.run([*tfh, "stop", app_id], capture_output=True, text=True, timeout=120)
+    assert late.returncode == 1 and late.stderr.strip().splitlines() == [
+        f"tfhadoop stop: error: {app_id} has already finished: KILLED, final status KILLED"], late.stderr
     status = subprocess.run([*tfh, "status", app_id, "--html", str(tmp_path / "report.html")],
                             capture_output=True, text=True, timeout=120)
     assert status.returncode == 0 and "KILLED" in status.stdout, status.stderr[-2000:]

@@ -460,10 +460,10 @@ def test_train_on_the_secure_cluster_with_a_keytab(secure_cluster, exported_data
     run = info["fs_default"] + f"/user/{user}/runs/r1"
     env = _env(cluster, info, None)
     mine = _with_ticket(cluster, info, tmp_path)
-    # still training when the tokens are renew + 5 s old, and through YARN's 10 s from preemption warning to
-    # kill (30 epochs ended before the kill once on this faster host; 80 once checkpoints got 7x cheaper,
-    # issue 32 §2: an epoch is ~1 s now): 240 epochs outlast it ~3x and still end within the 600 s wait
-    renew, epochs = info["token_renew_seconds"], 240
+    # Endless epochs (30, then 80 once ended before the kill on faster hosts): still training when the
+    # tokens are renew + 5 s old and through YARN's 10 s from warning to kill; `tfhadoop stop` ends it
+    # once the replacement has trained two epochs.
+    renew, epochs = info["token_renew_seconds"], 100_000
     # 8 GB node: 2 GB master + 1 GB PS + 4 GB worker in `train` (guaranteed 4 GB) leave 1 GB;
     # `urgent` (guaranteed 3.2 GB) asks for 0.25 + 2.5 GB, more than the PS holds: the worker goes.
     t0 = time.monotonic()
@@ -505,6 +505,18 @@ def test_train_on_the_secure_cluster_with_a_keytab(secure_cluster, exported_data
         assert proc.poll() is None, "the job ended before `urgent` took its worker"
         _, urgent_err = urgent.communicate("\n", timeout=120)  # `urgent` ends: the replacement gets its resources
         assert urgent.returncode == 0, urgent_err[-3000:]
+        at_up, deadline = None, time.monotonic() + 300
+        while time.monotonic() < deadline and proc.poll() is None:
+            state = json.loads(_hdfs_text(mine, info, f"{run}/ckpt/latest/state.json", missing_ok=True) or "{}")
+            if at_up is None and '"replacement_up"' in _hdfs_text(mine, info, f"{run}/ckpt/events.jsonl"):
+                at_up = state.get("epoch", 0)
+            if at_up is not None and state.get("epoch", 0) >= at_up + 2:
+                break
+            time.sleep(2)
+        assert proc.poll() is None and at_up is not None, "the job ended, or its replacement trained no two epochs"
+        stop = subprocess.run([sys.executable, "-m", "tfhadoop", "stop", app, "--principal", info["principal"],
+                               "--keytab", info["keytab"]], env=env, capture_output=True, text=True, timeout=120)
+        assert stop.returncode == 0, (stop.stdout + stop.stderr)[-3000:]  # `stop` with a keytab, as `train`
         out, err = proc.communicate(timeout=600)
     finally:
         for p in (urgent, proc):
@@ -523,7 +535,8 @@ def test_train_on_the_secure_cluster_with_a_keytab(secure_cluster, exported_data
     assert up_again and up_again[0]["time"] > events[0]["time"] + renew, (up_again, events[0])
     train = json.loads(_hdfs_text(mine, info, f"{exported_dataset}/_tfhadoop.json"))["splits"]["train"]["records"]
     metrics = json.loads(_hdfs_text(mine, info, f"{run}/ckpt/metrics.json"))
-    assert [e["examples"] for e in metrics["epochs"]] == [train] * epochs  # exactly once per epoch
+    assert [e["examples"] for e in metrics["epochs"]] == [train] * len(metrics["epochs"])  # exactly once per epoch
+    assert metrics["stopped"]["after_epoch"] == len(metrics["epochs"]) - 1 >= at_up + 1, metrics["stopped"]
     print(f"secure train in {secs:.1f} s; `urgent` submitted {t_urgent - events[0]['time']:.0f} s after cluster_up, "
           f"worker preempted {lost[0]['time'] - t_urgent:.1f} s later, replacement up "
           f"{up_again[0]['time'] - lost[0]['time']:.1f} s after that; tokens renew every {renew} s")

@@ -141,14 +141,17 @@ def train(job: JobSettings, gen: int, rank: int, workers: int, work: str, app=No
         row = tf.concat([tf.stack([tf.cast(n, tf.float64), tf.cast(loss, tf.float64)]), flags], axis=0)
         return strategy.gather(tf.reshape(row, [1, -1]), axis=0)
 
-    stop_seen, stop_checked = False, 0.0
+    stop_seen, stop_checked, job_stop = False, 0.0, None
 
     def stop_requested() -> bool:
-        nonlocal stop_seen, stop_checked
+        """The chief's reading (at most every STOP_CHECK_S) of the master's ``ring_stop`` for this
+        generation, and of ``tfhadoop stop`` (kept in ``job_stop``): both reach every member as flags."""
+        nonlocal stop_seen, stop_checked, job_stop
         if chief and app is not None and not stop_seen and time.monotonic() - stop_checked >= STOP_CHECK_S:
             stop_checked = time.monotonic()
             raw = app.kv.get(protocol.KV_RING_STOP)
             stop_seen = raw is not None and int(raw.decode()) == gen
+            job_stop = job_stop or progress.stop_request()
         return stop_seen
 
     epochs, max_steps = job.epochs, job.steps
@@ -171,6 +174,7 @@ def train(job: JobSettings, gen: int, rank: int, workers: int, work: str, app=No
             summaries.scalars("train", state["steps"], {"loss": loss, "examples_per_second": rate, "workers": workers})
         window.update(n=0, loss=0.0, t=now)
 
+    finishing = False
     while not training_done(state, epochs, max_steps):
         epoch = state["epoch"]
         tasks = plan_epoch(manifest, job.train_split, job.task_records, epoch=epoch, seed=job.seed,
@@ -183,7 +187,8 @@ def train(job: JobSettings, gen: int, rank: int, workers: int, work: str, app=No
                 if not round_steps(mine, batch_size):
                     break
             dist = strategy.distribute_datasets_from_function(lambda ctx, t=mine[rank]: dataset(t))
-            flags = tf.constant([float(chief and policy.due(state["steps"])), float(stop_requested())], tf.float64)
+            flags = tf.constant([float(chief and policy.due(state["steps"])), float(stop_requested()),
+                                 float(job_stop is not None)], tf.float64)
             rows = run_round(dist, flags).numpy()[::per_worker]
             touch(beat)
             if first_step_at is None:
@@ -201,6 +206,7 @@ def train(job: JobSettings, gen: int, rank: int, workers: int, work: str, app=No
                 last_commit = state["steps"]
             if chief and time.monotonic() - window["t"] >= 1.0:
                 report(epoch, ledger)
+            finishing = finishing or bool(rows[0][4])  # `tfhadoop stop`: every member ends after this epoch
             if rows[0][3] or rows[0][2]:  # the chief's flags, as every worker received them
                 save()
             if rows[0][3]:
@@ -217,6 +223,9 @@ def train(job: JobSettings, gen: int, rank: int, workers: int, work: str, app=No
             summaries.scalars("train", state["steps"], {"epoch_loss": entry["mean_loss"]})
         print(f"epoch {epoch}: {ledger.examples} examples (expected {expected}), step {state['steps']}", flush=True)
         state["epoch"], state["ledger"] = epoch + 1, None
+        if finishing and not training_done(state, epochs, max_steps):
+            state["stopped"] = {**(job_stop or {}), "after_epoch": epoch}
+            print(f"gen {gen}: stop requested: training ends after epoch {epoch}", flush=True)
         save()
     if not chief:
         return None
@@ -284,7 +293,7 @@ def finish(job, build, model, manifest, state, summaries, ckpt_url, progress, ap
     metrics = {"train_seconds": time.monotonic() - t_start,
                "first_step_s": (first_step_at - t_start) if first_step_at else None, "epochs": state["history"],
                "steps": state["steps"], "strategy": "allreduce", "workers": workers, "rejoins": [],
-               "app": getattr(app, "id", None), "input": input_info}
+               "app": getattr(app, "id", None), "input": input_info, "stopped": state.get("stopped")}
     split = job.eval_split
     if split and manifest.split(split):
         parse = model_parse_fn(plain, manifest.parse_spec, job.label, job.sample_weight)

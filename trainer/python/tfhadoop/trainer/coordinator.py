@@ -247,6 +247,10 @@ def run(job: JobSettings, cluster: dict, work: str, app=None, phases=None) -> di
         summaries.scalars("train", state["steps"], {"epoch_loss": entry["mean_loss"]})
         print(f"epoch {epoch}: {ledger.examples} examples (expected {expected}), step {state['steps']}", flush=True)
         state["epoch"], state["ledger"] = epoch + 1, None
+        stop = progress.stop_request()
+        if stop and not training_done(state, epochs, max_steps):
+            state["stopped"] = {**stop, "after_epoch": epoch}
+            print(f"stop requested by {stop.get('user')}: training ends after epoch {epoch}", flush=True)
         trained_s = time.monotonic() - t_epoch
         end_save_s = save()
         timing.append({"epoch": epoch, "seconds": round(trained_s + end_save_s, 3),
@@ -260,7 +264,7 @@ def run(job: JobSettings, cluster: dict, work: str, app=None, phases=None) -> di
                "first_step_s": (first_step_at - t_start) if first_step_at else None, "epochs": state["history"],
                "steps": state["steps"], "steps_per_execution": size.steps,
                "rejoins": rejoin_watch.rejoins, "app": getattr(app, "id", None), "epoch_timing": timing,
-               "input": input_report(indexes)}
+               "input": input_report(indexes), "stopped": state.get("stopped")}
     # Steps the parameter servers applied beyond the ones the ledger counts: the work of closures that
     # ran (in part) on a worker lost meanwhile and ran again elsewhere (redone), since the checkpoint
     # this coordinator restored (a restore sets both back alike).

@@ -50,6 +50,9 @@ EVENTS_TAIL = 200  # at most this many newest events under KV_EVENTS (a gRPC mes
 EVENTS_TAIL_BYTES = 1 << 20  # ... and at most this many bytes of JSON: older ones are dropped first
 KV_METRICS = "metrics"
 KV_RESULT = "result"
+# {"time", "user"}, set by `tfhadoop stop`: training ends after the epoch in progress (checkpoint,
+# evaluation, export as at the last epoch) and the job succeeds; metrics.json says "stopped".
+KV_STOP = "stop"
 KV_REJOINS = "rejoins"
 KV_HDFS_RETRIES = "hdfs_retries"  # the coordinator's retried HDFS operations (a JSON list); the master logs them
 KV_CLUSTER = "cluster"

@@ -42,9 +42,19 @@ class Progress:
         if self.app is not None:
             self.app.kv[key] = json.dumps(value).encode()
 
+    def stop_request(self) -> dict | None:
+        """What ``tfhadoop stop`` asked ({"time", "user"}), or None: read at each epoch's end."""
+        from tfhadoop.trainer import protocol
+
+        raw = self.app.kv.get(protocol.KV_STOP) if self.app is not None else None
+        return json.loads(raw.decode()) if raw else None
+
 
 def training_done(state: dict, epochs: int | None, steps: int | None) -> bool:
-    """``--epochs``: all epochs done; ``--steps``: that many steps taken (epochs run on)."""
+    """``--epochs``: all epochs done; ``--steps``: that many steps taken (epochs run on); or
+    ``tfhadoop stop`` was honoured at an epoch's end (``state["stopped"]``, kept in checkpoints)."""
+    if state.get("stopped"):
+        return True
     if steps:
         return state["steps"] >= steps
     return state["epoch"] >= epochs
