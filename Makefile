@@ -78,13 +78,14 @@ test-native:
 # tests on the session's embedded cluster and the rest (unit tests, clusters of their own). On
 # this 2-core host that was slower: the CPU was 90 % busy and the session stream took 53 min of a
 # 60-min fresh-clone run, against ~42 min for the whole suite in one process (2026-11-27).
-# pytest exits 5 when it collected nothing: that is a broken suite, not a pass.
+# pytest exits 5 when it collected nothing: that is a broken suite, not a pass. Every test's
+# duration lands in build/test-results/pytest.xml (JUnit XML): where CI time goes, test by test.
 TEST_STREAMS ?= 0
 test-python: setup
 ifeq ($(TEST_STREAMS),1)
 	@PY=$(PY) tools/test-streams $(PYTEST_ARGS)
 else
-	@$(PY) -m pytest --durations=25 $(PYTEST_ARGS); rc=$$?; \
+	@$(PY) -m pytest --durations=25 --junitxml=build/test-results/pytest.xml $(PYTEST_ARGS); rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing the suite" >&2; exit 1; fi; exit $$rc
 endif
 
