@@ -7,7 +7,7 @@ import argparse
 
 import pytest
 
-from tests.trainer.fakes import bring_up, event_kinds, fake_master
+from tests.trainer.fakes import FakeApp, bring_up, event_kinds, fake_master
 from tfhadoop.errors import CommandError
 from tfhadoop.trainer import protocol, train_cli
 from tfhadoop.trainer.spec import JobSpec
@@ -54,23 +54,23 @@ def test_the_service_is_one_container_never_restarted_whose_failure_is_allowed()
     assert board.env == spec.services["ps"].env  # the roles' environment (HADOOP_CONF_DIR, PYTHONPATH, ...)
 
 
-def tensorboard_container(master):
+def tensorboard_container(app: FakeApp):
     """What Skein starts for the service at the application's start (the master never adds it)."""
-    master.app.add_container(protocol.TENSORBOARD_SERVICE)
-    return master.app.containers[-1]
+    return app.add_container(protocol.TENSORBOARD_SERVICE)
 
 
 def test_its_url_and_its_loss_are_events_only(tmp_path, monkeypatch):
-    master = fake_master(tmp_path, monkeypatch, tensorboard=True)
+    app = FakeApp()
+    master = fake_master(tmp_path, monkeypatch, app=app, tensorboard=True)
     bring_up(master)
-    board = tensorboard_container(master)
-    state, containers = master.state, len(master.app.containers)
+    board = tensorboard_container(app)
+    state, containers = master.state, len(app.containers)
     master.app.kv[protocol.KV_TENSORBOARD] = URL.encode()
     assert master.step() is None
     up = [e for e in master.events.events if e["event"] == protocol.EventKind.TENSORBOARD_UP]
     assert [(e["role"], e["url"]) for e in up] == [("tensorboard", URL)]
     assert master.step() is None and event_kinds(master).count(protocol.EventKind.TENSORBOARD_UP) == 1  # once
-    master.app.lose(board.id)
+    app.lose(board.id)
     assert master.step() is None and master.step() is None
     lost = [e for e in master.events.events if e["event"] == protocol.EventKind.TENSORBOARD_LOST]
     assert len(lost) == 1 and lost[0]["container"] == board.id, lost
@@ -78,7 +78,7 @@ def test_its_url_and_its_loss_are_events_only(tmp_path, monkeypatch):
     assert protocol.KV_TENSORBOARD not in master.app.kv  # status and the page no longer show a dead link
     kinds = event_kinds(master)
     assert protocol.EventKind.CONTAINER_LOST not in kinds and protocol.EventKind.REPLACEMENT_REQUESTED not in kinds
-    assert master.state == state and master.outcome is None and len(master.app.containers) == containers
+    assert master.state == state and master.outcome is None and len(app.containers) == containers
     assert master.workers_alive() == 2
 
 
