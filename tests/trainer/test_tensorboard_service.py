@@ -114,3 +114,28 @@ class Client:
 
     def __exit__(self, *exc):
         return False
+
+
+def test_the_container_serves_the_job_s_event_files_and_publishes_its_url(tmp_path, monkeypatch):
+    """What the container runs (``serve``), on a local job directory and a fake application:
+    real TensorBoard, the URL named by the node (NM_HOST) in the key-value store, the train loss
+    over HTTP, and its resources under res/tensorboard/0."""
+    from tests import tensorboard_http as tb
+    from tests.trainer.fakes import settings
+    from tests.waiting import wait_for
+    from tfhadoop.trainer import tensorboard_service
+    from tfhadoop.trainer.summaries import Summaries
+
+    job = settings({"checkpoint_dir": str(tmp_path / "job")})
+    written = Summaries(str(tmp_path / "job" / protocol.TENSORBOARD_DIR))
+    for step, loss in [(3, 0.5), (7, 0.25)]:
+        written.scalars("train", step, {"loss": loss})
+    written.close()
+    monkeypatch.setenv("NM_HOST", "localhost")
+    app = FakeApp()
+    url = tensorboard_service.serve(app, job)
+    assert app.kv[protocol.KV_TENSORBOARD] == url.encode() and url.startswith("http://localhost:"), url
+    tb.wait_loaded(url, {"train": {"loss"}}, timeout=60)
+    assert tb.scalars(url, "train", "loss") == [(3, 0.5), (7, 0.25)]
+    res = wait_for(lambda: app.kv.get(protocol.kv_resources("tensorboard", 0)), 30, "res/tensorboard/0")
+    assert b'"peak_rss_mb"' in res

@@ -71,30 +71,39 @@ class TensorBoardWatch:
                                  "shows why it ended")
 
 
+def serve(app, job) -> str:
+    """Start TensorBoard on ``job``'s event files (none yet is fine: it reads them as the
+    coordinator writes them), publish its URL and, from a heartbeat thread, what this container
+    uses; the URL. Raises CommandError (TensorBoard not installed, no port)."""
+    from tfhadoop.trainer.role import heartbeat, node_host
+    from tfhadoop.trainer.tensorboard_cli import start
+
+    container = os.environ.get(protocol.ENV_SKEIN_CONTAINER_ID, "")
+    heartbeat(app, protocol.kv_heartbeat(SERVICE, 0), container, protocol.HEARTBEAT_S,
+              protocol.kv_resources(SERVICE, 0))
+    logdir = protocol.job_file(job.checkpoint_dir, protocol.TENSORBOARD_DIR)
+    url = start(logdir, "0.0.0.0", 0, public_host=node_host())
+    app.kv[protocol.KV_TENSORBOARD] = url.encode()
+    print(f"TensorBoard of {logdir} at {url}", flush=True)
+    return url
+
+
 def main() -> int:
     import threading
 
     import skein
 
     from tfhadoop.errors import CommandError
-    from tfhadoop.trainer.role import heartbeat, node_host
     from tfhadoop.trainer.spec import JobSettings
-    from tfhadoop.trainer.tensorboard_cli import start
 
     protocol.tf_environment()
     job = JobSettings.load()
     app = skein.ApplicationClient.from_current()
-    container = os.environ.get(protocol.ENV_SKEIN_CONTAINER_ID, "")
-    heartbeat(app, protocol.kv_heartbeat(SERVICE, 0), container, protocol.HEARTBEAT_S,
-              protocol.kv_resources(SERVICE, 0))
-    logdir = protocol.job_file(job.checkpoint_dir, protocol.TENSORBOARD_DIR)
-    try:  # no event files yet is fine here: TensorBoard reads them as the coordinator writes them
-        url = start(logdir, "0.0.0.0", 0, public_host=node_host())
+    try:
+        serve(app, job)
     except CommandError as exc:  # TensorBoard missing from the containers' environment, ...
         print(f"tensorboard: {exc}", file=sys.stderr, flush=True)
         return 1
-    app.kv[protocol.KV_TENSORBOARD] = url.encode()
-    print(f"TensorBoard of {logdir} at {url}", flush=True)
     threading.Event().wait()  # serves until the application ends (YARN kills the container)
     return 0
 
