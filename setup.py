@@ -67,6 +67,8 @@ setup(
         # `tfhadoop tensorboard`: TensorFlow 2.21 no longer pulls TensorBoard in, and the trainer's
         # containers write event files without it (trainer/summaries.py).
         "tensorboard": ["tensorboard==2.21.0"],
+        # GPU figures per container (trainer/nvml.py): optional, without it a sample has none.
+        "gpu": ["nvidia-ml-py>=12"],
     },
     entry_points={"console_scripts": ["tfhadoop = tfhadoop.cli:main"]},
 )

@@ -33,13 +33,13 @@ def _live(client, app_id: str) -> dict:
         return {}
     containers = []
     try:
-        for c in app.get_containers(services=["ps", "worker"]):
+        for c in app.get_containers(services=["ps", "worker", protocol.TENSORBOARD_SERVICE]):
             containers.append({"service": c.service_name, "id": c.id, "yarn": c.yarn_container_id,
                                "host": c.yarn_node_http_address, "state": str(c.state)})
     except Exception:  # noqa: BLE001 - gone meanwhile
         pass
-    page = app.kv.get(protocol.KV_PAGE)
-    return {"page": page.decode() if page else None,
+    page, board = app.kv.get(protocol.KV_PAGE), app.kv.get(protocol.KV_TENSORBOARD)
+    return {"page": page.decode() if page else None, "tensorboard": board.decode() if board else None,
             "progress": kv_value(app, protocol.KV_PROGRESS), "workers_alive": kv_value(app, protocol.KV_WORKERS_ALIVE),
             "events": kv_value(app, protocol.KV_EVENTS), "containers": containers}  # events: the recent tail
 
@@ -90,6 +90,8 @@ def status(args) -> int:
         print(f"job: model {job.get('model')}, data {job.get('data')}, workers {job.get('workers')}, "
               f"ps {job.get('ps')}; job dir {st['job_dir']}")
         print(f"TensorBoard: tfhadoop tensorboard {st['app']}")
+    if st.get("tensorboard"):  # --tensorboard: served by a container of the job while it runs
+        print(f"TensorBoard of the job (its container): {st['tensorboard']}")
     p = st["progress"]
     if p:
         if p.get("checkpoint"):

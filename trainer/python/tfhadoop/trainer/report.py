@@ -9,6 +9,7 @@ import html
 import time
 
 from tfhadoop.trainer import protocol
+from tfhadoop.trainer.nvml import text as gpu_text
 from tfhadoop.trainer.plots import line_chart
 from tfhadoop.trainer.resources import latest_resources
 
@@ -52,11 +53,12 @@ def render(st: dict, live: bool = False) -> str:
     containers = _table([(c.get("service"), c.get("id"), c.get("state"), c.get("yarn"), c.get("host"))
                          for c in st.get("containers") or []], ["role", "container", "state", "YARN container", "node"])
     used = latest_resources(samples)
-    asked = {role: job.get(f"{role}_memory") for role in ("ps", "worker")}
     resources = _table([(k.replace("/", ":"), r.get("container", ""), f"{r['peak_rss_mb']:.0f} MB",
-                         asked.get(k.split("/")[0]) or "", f"{r['avg_rss_mb']:.0f} MB", f"{r['avg_cpu_pct']:.0f} %")
+                         job.get(f"{k.split('/')[0]}_memory") or "", f"{r['avg_rss_mb']:.0f} MB",
+                         f"{r['avg_cpu_pct']:.0f} %", gpu_text(r))
                         for k, r in sorted(used.items())],
-                       ["role", "container", "peak memory", "asked", "average memory", "average CPU (of a core)"])
+                       ["role", "container", "peak memory", "asked", "average memory", "average CPU (of a core)",
+                        "GPU (NVML)"])
     timeline = _table([(time.strftime("%H:%M:%S", time.localtime(e.get("time", 0))), e.get("event", ""),
                         e.get("role", ""), e.get("slot", ""), details(e)) for e in events],
                       ["time", "event", "role", "slot", "details"])
@@ -65,6 +67,8 @@ def render(st: dict, live: bool = False) -> str:
     final = _table(list((metrics.get("eval") or {}).items()), ["eval metric", "value"]) if metrics.get("eval") else ""
     result = st.get("result") or {}
     refresh = '<meta http-equiv="refresh" content="5">' if live else ""
+    board = (f'<p id="tensorboard">TensorBoard: <a href="{_esc(st["tensorboard"])}">{_esc(st["tensorboard"])}</a> '
+             f'(a container of the job)</p>') if st.get("tensorboard") else ""
     return f"""<!doctype html>
 <html><head><meta charset="utf-8">{refresh}<title>{_esc(st.get('app'))} {_esc(st.get('name', ''))}</title>
 <style>body{{font-family:sans-serif;margin:1.5em;color:#222}} table{{border-collapse:collapse;margin:.5em 0}}
@@ -74,6 +78,7 @@ h3{{margin:.3em 0;font-size:14px}} #state{{font-weight:bold}}</style></head><bod
 <p>state: <span id="state">{_esc(st.get('state'))} {_esc(st.get('final_status') or '')}</span>
 {('&middot; ' + _esc(result.get('diagnostics', ''))[:500]) if result else ''}</p>
 <p id="progress">{progress}</p>
+{board}
 <h2>Plots</h2>
 {line_chart(samples, 'loss', 'training loss (mean over each progress report)', 'loss', MARKED, events,
             eval_loss, 'eval loss (end of training)')}

@@ -111,6 +111,10 @@ class JobSpec:
                                               "preemption_warned events: keep new work off a warned worker and take "
                                               "a checkpoint due soon (a warned PS: at once) before the container "
                                               "goes; allreduce: shrink the ring at a round boundary")
+    tensorboard: bool = setting(False, "also run TensorBoard on the job's event files as a container of the job, its URL "
+                                       "on the job page and in tfhadoop status (not a training role: its loss is an "
+                                       "event, never the job's failure)")
+    tensorboard_memory: str = setting("1g", "memory of the --tensorboard container")
 
     def validate(self) -> JobSettings:
         """The checked spec, defaults resolved; ``self`` is not changed. Raises CommandError."""
@@ -248,7 +252,7 @@ def check_types(values: dict) -> None:
             ok = any(isinstance(value, _TYPES[t]) for t in names)
         if ok:
             continue
-        if names == ["bool"]:  # set in YAML or Python; the flag only turns it off
+        if names == ["bool"]:  # set in YAML or Python; a flag only turns it on (--x) or off (--no-x)
             raise CommandError(f"{f.name} must be true or false, got {value!r}")
         raise CommandError(f"{flag(f.name)} must be {' or '.join(names)}, got {value!r}")
 
