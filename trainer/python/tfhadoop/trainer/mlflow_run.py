@@ -18,7 +18,6 @@ carries the step it ended at, the step each value is logged at. The SavedModel i
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 import threading
 import time
@@ -104,19 +103,6 @@ def read_metrics(job: JobSettings) -> dict:
     return json.loads(hdfs.read_bytes(url)) if hdfs.exists(url) else {}
 
 
-def download(url: str, folder: str) -> None:
-    """Every file under the HDFS directory ``url`` into ``folder``, the same relative paths."""
-    from tfhadoop.connectors import hdfs
-
-    fs = hdfs.filesystem(url)
-    for file in fs.expand(url):
-        target = os.path.join(folder, file[len(url.rstrip("/")):].lstrip("/"))
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        with fs.open_read(file) as src, open(target, "wb") as dst:
-            while chunk := src.read(1 << 22):
-                dst.write(chunk)
-
-
 def find_or_create_run(client, job: JobSettings, app_id: str):
     """The run of ``app_id`` (one an earlier application attempt began), else a new one."""
     name = job.mlflow_experiment
@@ -136,7 +122,8 @@ def log_job(job: JobSettings, app_id: str, status: str, diagnostics: str) -> dic
     from mlflow.entities import Metric, Param, RunTag
     from mlflow.tracking import MlflowClient
 
-    client = MlflowClient(tracking_uri=job.mlflow_tracking_uri)
+    uri = str(job.mlflow_tracking_uri)
+    client = MlflowClient(tracking_uri=uri)
     run = find_or_create_run(client, job, app_id)
     run_id = run.info.run_id
     if not run.data.metrics and not run.data.params:  # logged once, should an AM attempt 2 come back here
@@ -152,13 +139,15 @@ def log_job(job: JobSettings, app_id: str, status: str, diagnostics: str) -> dic
         for i in range(0, len(metrics), 1000):  # the REST API's limit per batch
             client.log_batch(run_id, metrics=metrics[i:i + 1000])
     if status == "SUCCEEDED":
+        from tfhadoop.connectors import hdfs
+
         with tempfile.TemporaryDirectory(prefix="tfhadoop-mlflow-") as folder:
-            download(job.export_dir, folder)
+            hdfs.download_dir(job.export_dir, folder)
             client.log_artifacts(run_id, folder, "model")
     client.set_terminated(run_id, RUN_STATUS.get(status, "FAILED"))
     experiment = run.info.experiment_id
     return {"run_id": run_id, "experiment_id": experiment,
-            "url": f"{job.mlflow_tracking_uri.rstrip('/')}/#/experiments/{experiment}/runs/{run_id}"}
+            "url": f"{uri.rstrip('/')}/#/experiments/{experiment}/runs/{run_id}"}
 
 
 def log_job_bounded(job: JobSettings, app_id: str, status: str, diagnostics: str,
