@@ -113,6 +113,35 @@ def tracking_server(tmp_path_factory):
         log.close()
 
 
+def test_log_job_once_per_application_and_failed_jobs(tracking_server, monkeypatch, tmp_path):
+    """The master's logging against the real server, HDFS stood in for: a second call for the
+    same application (an AM attempt 2) finds the run and logs nothing twice."""
+    from mlflow.tracking import MlflowClient
+
+    from tfhadoop.connectors import hdfs
+
+    epochs = [{"epoch": 0, "mean_loss": 2.0, "steps": 10}, {"epoch": 1, "mean_loss": 1.0, "steps": 20}]
+    monkeypatch.setattr(mlflow_run, "read_metrics", lambda job: {"epochs": epochs, "steps": 20, "eval": {"mse": .5}})
+    monkeypatch.setattr(hdfs, "download_dir", lambda url, folder: (Path(folder) / "saved_model.pb").write_text(url))
+    experiment = f"unit-{uuid.uuid4().hex[:8]}"
+    job = settings(tracking_server, mlflow_experiment=experiment)
+    first = mlflow_run.log_job(job, "application_1_0001", "SUCCEEDED", "training finished")
+    assert mlflow_run.log_job(job, "application_1_0001", "SUCCEEDED", "training finished") == first
+    ok, failed = mlflow_run.log_job_bounded(job, "application_1_0002", "FAILED", "PS lost 4 times")
+    assert ok, failed
+    client = MlflowClient(tracking_uri=tracking_server)
+    run = client.get_run(first["run_id"])
+    assert run.info.status == "FINISHED" and run.data.params["mlflow_experiment"] == experiment
+    assert [(m.step, m.value) for m in client.get_metric_history(first["run_id"], "loss")] == [(10, 2.0), (20, 1.0)]
+    assert run.data.metrics["eval_mse"] == .5
+    assert [f.path for f in client.list_artifacts(first["run_id"], "model")] == ["model/saved_model.pb"]
+    lost = client.get_run(failed["run_id"])
+    assert lost.info.status == "FAILED" and lost.data.tags["tfhadoop.diagnostics"] == "PS lost 4 times"
+    assert client.list_artifacts(failed["run_id"], "model") == []
+    down, why = mlflow_run.log_job_bounded(settings(f"http://127.0.0.1:{free_port()}"), "app", "FAILED", "", 5)
+    assert not down and why["error"], why
+
+
 @pytest.mark.cluster
 def test_a_job_is_logged_as_a_run(hadoop_cluster, dataset, tracking_server):
     from mlflow.tracking import MlflowClient
