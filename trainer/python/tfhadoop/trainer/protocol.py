@@ -176,6 +176,8 @@ class EventKind:
     HDFS_RETRY = "hdfs_retry"  # the coordinator waited out an HDFS outage
     TENSORBOARD_UP = "tensorboard_up"  # --tensorboard: its container serves (the URL)
     TENSORBOARD_LOST = "tensorboard_lost"  # ... ended while the job runs: training goes on without it
+    MLFLOW_LOGGED = "mlflow_logged"  # the ended job is an MLflow run (--mlflow-tracking-uri): its id and URL
+    MLFLOW_FAILED = "mlflow_failed"  # ... could not be logged: why (the job's outcome stands)
     # containers and slots
     CONTAINER_LOST = "container_lost"  # preempted, node lost, killed, failed or hung (the fields say which)
     HANG_DETECTED = "hang_detected"  # a role's heartbeat stopped: its container is killed

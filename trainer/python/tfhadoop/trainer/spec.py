@@ -4,6 +4,7 @@ the job reads (``job.json``). Each field's name, type, default and help are writ
 """
 from __future__ import annotations
 
+import os
 import re
 import sys
 from dataclasses import MISSING, Field, dataclass, field, fields
@@ -26,6 +27,7 @@ DEFAULT_PHASE_TIMEOUTS = {protocol.PHASE_CONNECTING: 600, protocol.PHASE_TRAININ
                           protocol.PHASE_CHECKPOINTING: 600, protocol.PHASE_HDFS_RETRY: 600,
                           protocol.PHASE_EVALUATING: 7200, protocol.PHASE_EXPORTING: 1800}
 # Settings that no longer exist: a spec that still names one is refused with the reason.
+MLFLOW_URI_ENV = "MLFLOW_TRACKING_URI"  # MLflow's own: --mlflow-tracking-uri's default
 REMOVED = {"checkpoint_tasks": "unused: the coordinator keeps 2 tasks per worker in flight and checkpoints by steps or seconds"}
 
 
@@ -115,6 +117,11 @@ class JobSpec:
                                        "on the job page and in tfhadoop status (not a training role: its loss is an "
                                        "event, never the job's failure)")
     tensorboard_memory: str = setting("1g", "memory of the --tensorboard container")
+    mlflow_tracking_uri: str | None = setting(None, "http(s):// MLflow tracking server the job logs its settings, "
+                                                    "per-epoch metrics and SavedModel to as a run (default: "
+                                                    "$MLFLOW_TRACKING_URI; empty: off; needs tfhadoop[mlflow])")
+    mlflow_experiment: str | None = setting(None, "MLflow experiment of the run, created if missing (default: "
+                                                  "the server's Default)")
 
     def validate(self) -> JobSettings:
         """The checked spec, defaults resolved; ``self`` is not changed. Raises CommandError."""
@@ -161,6 +168,11 @@ class JobSpec:
         if ":" not in v["model"]:
             raise CommandError(f"--model must be MODULE:FUNCTION, got {v['model']!r}")
         v["python_path"] = list(v["python_path"])
+        if v["mlflow_tracking_uri"] is None:  # resolved here, once: job.json holds the URI or "" (off)
+            v["mlflow_tracking_uri"] = os.environ.get(MLFLOW_URI_ENV, "")
+        if v["mlflow_tracking_uri"] and not re.match(r"https?://[^/]", v["mlflow_tracking_uri"]):
+            raise CommandError(f"--mlflow-tracking-uri must be an http(s):// MLflow tracking server (the job's "
+                               f"application master logs to it), got {v['mlflow_tracking_uri']!r}")
         return JobSettings(**v)
 
     @classmethod
