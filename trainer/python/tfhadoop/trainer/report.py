@@ -9,13 +9,14 @@ import html
 import time
 
 from tfhadoop.trainer import protocol
-from tfhadoop.trainer.plots import line_chart
+from tfhadoop.trainer.plots import line_chart, series_of
 from tfhadoop.trainer.resources import latest_resources
 
 K = protocol.EventKind
 LOST = (K.CONTAINER_LOST,)
+# the events drawn as vertical marks on every plot: losses, replacements and restarts
 MARKED = {K.CONTAINER_LOST: "#d62728", K.REPLACEMENT_UP: "#2ca02c", K.COORDINATOR_STARTED: "#1f77b4",
-          K.RESCALED: "#9467bd"}
+          K.RESCALED: "#9467bd", K.RING_REFORMED: "#17becf", K.RING_RESTARTED: "#8c564b", K.AM_RESTARTED: "#e377c2"}
 
 
 def _esc(value) -> str:
@@ -31,6 +32,20 @@ def details(event: dict) -> str:
         text = ", ".join(map(str, v)) if isinstance(v, list) else str(v)
         parts.append(f"{k.replace('_', ' ')} {text[:120]}")
     return "; ".join(parts)
+
+
+def eval_curve(st: dict) -> list[tuple[float, float]]:
+    """The eval loss per evaluated epoch (``--eval-every-epochs``), as (time, loss): from the
+    history (a finished job's metrics or checkpoint) and the live progress samples, one per epoch."""
+    by_epoch = {}
+    for s in st.get("samples") or []:
+        e = s.get("eval") or {}
+        if e.get("loss") is not None and e.get("time") is not None:
+            by_epoch[e.get("epoch")] = (e["time"], float(e["loss"]))
+    for h in st.get("history") or []:
+        if (h.get("eval") or {}).get("loss") is not None and h.get("time") is not None:
+            by_epoch[h.get("epoch")] = (h["time"], float(h["eval"]["loss"]))
+    return sorted(by_epoch.values())
 
 
 def _table(rows: list, headers: list) -> str:
@@ -75,9 +90,10 @@ h3{{margin:.3em 0;font-size:14px}} #state{{font-weight:bold}}</style></head><bod
 {('&middot; ' + _esc(result.get('diagnostics', ''))[:500]) if result else ''}</p>
 <p id="progress">{progress}</p>
 <h2>Plots</h2>
-{line_chart(samples, 'loss', 'training loss (mean over each progress report)', 'loss', MARKED, events,
-            eval_loss, 'eval loss (end of training)')}
-{line_chart(samples, 'examples_per_s', 'training throughput', 'examples/s', MARKED, events)}
+{line_chart(samples, 'loss', 'train and eval loss', 'loss', MARKED, events, eval_loss, 'eval loss (end of training)',
+            extra={'eval loss (per epoch)': eval_curve(st)}, main_label='train loss (mean over each report)')}
+{line_chart(samples, 'examples_per_s', 'training throughput, all and per worker', 'examples/s', MARKED, events,
+            extra=series_of(samples, 'examples_per_s_by'), main_label='all workers')}
 {line_chart(samples, 'workers_alive', 'workers alive', 'workers', MARKED, events, integer=True)}
 <h2>Containers</h2>{containers}
 <h2>Resources</h2><div id="resources">{resources if used else 'no samples yet'}</div>
