@@ -233,16 +233,16 @@ def train(job: JobSettings, gen: int, rank: int, workers: int, work: str, app=No
             report(epoch, ledger)
         entry = {"epoch": epoch, "examples": ledger.examples, "expected": expected,
                  "mean_loss": state.pop("loss_sum", 0.0) / max(ledger.examples, 1), "steps": state["steps"]}
-        evaluation = None  # the chief's: the other members wait in the next round's collectives meanwhile
-        if chief and eval_due(job, manifest, epoch, training_done({**state, "epoch": epoch + 1}, epochs, max_steps)):
-            evaluation = evaluate(plain_copy(build, model), manifest, job)
-            touch(beat)
-        epoch_end(state, entry, summaries, evaluation)
-        print(f"epoch {epoch}: {ledger.examples} examples (expected {expected}), step {state['steps']}", flush=True)
         state["epoch"], state["ledger"] = epoch + 1, None
         if finishing and not training_done(state, epochs, max_steps):
             state["stopped"] = {**(job_stop or {}), "after_epoch": epoch}
             print(f"gen {gen}: stop requested: training ends after epoch {epoch}", flush=True)
+        evaluation = None  # the chief's (the others wait in the next round meanwhile); not after the last epoch
+        if chief and eval_due(job, manifest, epoch, training_done(state, epochs, max_steps)):
+            evaluation = evaluate(plain_copy(build, model), manifest, job)
+            touch(beat)
+        epoch_end(state, entry, summaries, evaluation)
+        print(f"epoch {epoch}: {ledger.examples} examples (expected {expected}), step {state['steps']}", flush=True)
         save()
     if not chief:
         return None

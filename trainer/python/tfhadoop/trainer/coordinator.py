@@ -260,17 +260,17 @@ def run(job: JobSettings, cluster: dict, work: str, app=None, phases=None) -> di
             report(epoch, ledger)
         entry = {"epoch": epoch, "examples": ledger.examples, "expected": expected,
                  "mean_loss": state.pop("loss_sum", 0.0) / max(ledger.examples, 1), "steps": state["steps"]}
-        evaluation = None
-        if eval_due(job, manifest, epoch, training_done({**state, "epoch": epoch + 1}, epochs, max_steps)):
-            with phases.during(protocol.PHASE_EVALUATING):
-                evaluation = evaluate(plain_copy(build, model), manifest, job)
-        epoch_end(state, entry, summaries, evaluation)
-        print(f"epoch {epoch}: {ledger.examples} examples (expected {expected}), step {state['steps']}", flush=True)
         state["epoch"], state["ledger"] = epoch + 1, None
         stop = progress.stop_request()
         if stop and not training_done(state, epochs, max_steps):
             state["stopped"] = {**stop, "after_epoch": epoch}
             print(f"stop requested by {stop.get('user')}: training ends after epoch {epoch}", flush=True)
+        evaluation = None  # not after the last epoch: the final evaluation follows
+        if eval_due(job, manifest, epoch, training_done(state, epochs, max_steps)):
+            with phases.during(protocol.PHASE_EVALUATING):
+                evaluation = evaluate(plain_copy(build, model), manifest, job)
+        epoch_end(state, entry, summaries, evaluation)
+        print(f"epoch {epoch}: {ledger.examples} examples (expected {expected}), step {state['steps']}", flush=True)
         trained_s = time.monotonic() - t_epoch
         end_save_s = save()
         timing.append({"epoch": epoch, "seconds": round(trained_s + end_save_s, 3),
