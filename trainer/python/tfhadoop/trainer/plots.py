@@ -53,7 +53,9 @@ def epoch_starts(samples: list) -> list[tuple[float, int]]:
     return out
 
 
-PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
+# the curves' colours, none a mark's (report.MARKED): a dashed mark never reads as a worker's curve
+PALETTE = ("#3366cc", "#e8710a", "#109618", "#990099", "#0099c6", "#dd4477", "#66aa00", "#b82e2e")
+EVAL = "#e8710a"  # the eval loss: its curve and the final point
 
 
 def series_of(samples: list, field: str) -> dict[str, list[tuple[float, float]]]:
@@ -83,12 +85,13 @@ def _marks(events: list, marks: dict, t0: float, t1: float, x, top: float, botto
 
 def line_chart(samples: list, key: str, title: str, unit: str, marks: dict, events: list,
                final: float | None = None, final_label: str = "", integer: bool = False,
-               extra: dict | None = None, main_label: str = "") -> str:
+               extra: dict | None = None, main_label: str = "", colours: dict | None = None) -> str:
     """``samples``' ``key`` over time as an SVG chart titled ``title`` with a y axis in ``unit``;
     ``marks``: event kind -> colour of its vertical mark (those drawn are in the legend);
     ``final``: a value drawn as a point at the end (the eval loss of a finished job); ``extra``:
     more curves, label -> [(time, value)] (the eval loss per epoch, each worker's throughput),
-    drawn in colour with dots and named in the legend, next to the main one (``main_label``)."""
+    drawn with dots in their ``colours`` (label -> colour; else the palette's) and named in the
+    legend, next to the main one (``main_label``)."""
     points = [(s["time"], float(s[key])) for s in samples if s.get(key) is not None and s.get("time") is not None]
     extra = {k: v for k, v in (extra or {}).items() if v}
     if len(points) < 2:
@@ -129,7 +132,7 @@ def line_chart(samples: list, key: str, title: str, unit: str, marks: dict, even
     parts.append(f'<polyline fill="none" stroke="#333" stroke-width="1.5" points="{line}"/>')
     legend = f'<span style="color:#333">&#9473; {_esc(main_label)}</span> ' if extra and main_label else ""
     for i, (label, curve) in enumerate(extra.items()):
-        colour = PALETTE[i % len(PALETTE)]
+        colour = (colours or {}).get(label) or PALETTE[i % len(PALETTE)]
         line = " ".join(f"{x(t):.1f},{y(v):.1f}" for t, v in curve)
         dots = "".join(f'<circle cx="{x(t):.1f}" cy="{y(v):.1f}" r="2.5" fill="{colour}"><title>{_esc(label)} '
                        f'{v:.4g}</title></circle>' for t, v in curve)
@@ -137,7 +140,7 @@ def line_chart(samples: list, key: str, title: str, unit: str, marks: dict, even
                      f'stroke-width="1.5" points="{line}"/>{dots}</g>')
         legend += f'<span style="color:{colour}">&#9473; {_esc(label)}</span> '
     if final is not None:
-        parts.append(f'<circle class="final" cx="{x(points[-1][0]):.1f}" cy="{y(final):.1f}" r="4" fill="#e8710a">'
+        parts.append(f'<circle class="final" cx="{x(points[-1][0]):.1f}" cy="{y(final):.1f}" r="4" fill="{EVAL}">'
                      f'<title>{_esc(final_label)} {final:.4g}</title></circle>')
     parts.append(f'<text x="{LEFT + plot_w / 2:.0f}" y="{HEIGHT - 4}" font-size="10" text-anchor="middle">'
                  f'time since the first sample (m:ss)</text>'
@@ -146,7 +149,7 @@ def line_chart(samples: list, key: str, title: str, unit: str, marks: dict, even
     legend += "".join(f'<span class="legend-mark" style="color:{marks[k]}">&#9478; {_esc(k.replace("_", " "))}'
                       f'{f" &times;{n}" if n > 1 else ""}</span> ' for k, n in seen.items())
     if final is not None:
-        legend += f'<span style="color:#e8710a">&#9679; {_esc(final_label)}</span>'
+        legend += f'<span style="color:{EVAL}">&#9679; {_esc(final_label)}</span>'
     return (f'<div class="plot"><h3>{_esc(title)}</h3><svg width="{WIDTH}" height="{HEIGHT}" '
             f'xmlns="http://www.w3.org/2000/svg" class="{_esc(key)}">{"".join(parts)}</svg>'
             f'<div class="legend">{legend}</div></div>')

@@ -9,7 +9,7 @@ import html
 import time
 
 from tfhadoop.trainer import protocol
-from tfhadoop.trainer.plots import line_chart, series_of
+from tfhadoop.trainer.plots import EVAL, line_chart, series_of
 from tfhadoop.trainer.resources import latest_resources
 
 K = protocol.EventKind
@@ -84,14 +84,15 @@ def render(st: dict, live: bool = False) -> str:
 <html><head><meta charset="utf-8">{refresh}<title>{_esc(st.get('app'))} {_esc(st.get('name', ''))}</title>
 <style>body{{font-family:sans-serif;margin:1.5em;color:#222}} table{{border-collapse:collapse;margin:.5em 0}}
 td,th{{border:1px solid #ddd;padding:2px 8px;font-size:13px;text-align:left}} .plot{{display:inline-block;margin-right:1em}}
-h3{{margin:.3em 0;font-size:14px}} #state{{font-weight:bold}}</style></head><body>
+h3{{margin:.3em 0;font-size:14px}} #state{{font-weight:bold}} .legend{{max-width:680px;font-size:12px}}</style></head><body>
 <h1>{_esc(st.get('name', 'training job'))} <small>{_esc(st.get('app'))}</small></h1>
 <p>state: <span id="state">{_esc(st.get('state'))} {_esc(st.get('final_status') or '')}</span>
 {('&middot; ' + _esc(result.get('diagnostics', ''))[:500]) if result else ''}</p>
 <p id="progress">{progress}</p>
 <h2>Plots</h2>
 {line_chart(samples, 'loss', 'train and eval loss', 'loss', MARKED, events, eval_loss, 'eval loss (end of training)',
-            extra={'eval loss (per epoch)': eval_curve(st)}, main_label='train loss (mean over each report)')}
+            extra={'eval loss (per epoch)': eval_curve(st)}, main_label='train loss (mean over each report)',
+            colours={'eval loss (per epoch)': EVAL})}
 {line_chart(samples, 'examples_per_s', 'training throughput, all and per worker', 'examples/s', MARKED, events,
             extra=series_of(samples, 'examples_per_s_by'), main_label='all workers')}
 {line_chart(samples, 'workers_alive', 'workers alive', 'workers', MARKED, events, integer=True)}
