@@ -53,7 +53,7 @@ def test_two_workers_allreduce_train_export_and_predict(hadoop_cluster, dataset,
     assert [e["examples"] for e in metrics["epochs"]] == [2400, 2400]  # exactly once per epoch
     # --eval-every-epochs 1: the chief evaluated after epoch 0; after the last, the final evaluation
     assert metrics["epochs"][0]["eval"]["loss"] > 0 and "eval" not in metrics["epochs"][1], metrics["epochs"]
-    by = [s.get("examples_per_s_by") or {} for s in jobs.samples(run)]
+    by = [json.loads(s).get("examples_per_s_by") or {} for s in jobs.samples(run)]
     assert any({"rank/0", "rank/1"} <= set(b) for b in by), by  # each member's throughput
     # 2400 records in tasks of 300 = 8 tasks, 4 rounds of 2 workers, 10 steps of 32 per round.
     assert metrics["steps"] == 2 * 4 * 10
