@@ -29,7 +29,7 @@ def test_eval_curve_drawn_with_the_train_loss_and_marks_in_the_legend():
     assert report.eval_curve(st) == [(1029, 1.1), (1059, 0.7)]
     svg = plots.line_chart(st["samples"], "loss", "train and eval loss", "loss", report.MARKED, EVENTS,
                            extra={"eval loss (per epoch)": report.eval_curve(st)}, main_label="train loss")
-    (group,) = [g for g in svg.split("<g ")[1:] if 'data-label="eval loss (per epoch)"' in g]
+    (group,) = [g.split("</g>")[0] for g in svg.split("<g ")[1:] if 'data-label="eval loss (per epoch)"' in g]
     assert group.count("<circle") == 2 and "<polyline" in group and "eval loss (per epoch) 0.7" in group
     assert "&#9473; train loss" in svg and "&#9473; eval loss (per epoch)" in svg
     assert svg.count('class="mark container_lost"') == 2 and svg.count('class="mark replacement_up"') == 1
@@ -54,11 +54,15 @@ def test_per_worker_throughput_curves():
 
 def test_job_page_draws_eval_and_per_worker_curves():
     st = {"app": "application_1_0002", "name": "t", "state": "FINISHED", "samples": _samples(), "events": EVENTS,
-          "history": [{"epoch": 1, "time": 1059, "eval": {"loss": 0.7}}], "metrics": {"eval": {"loss": 0.5}},
+          "history": [{"epoch": 1, "time": 1095, "eval": {"loss": 0.7}}], "metrics": {"eval": {"loss": 0.5}},
           "job": {"model": "m:f"}, "containers": []}
     page = report.render(st)
     assert 'data-label="eval loss (per epoch)"' in page and 'data-label="worker/0"' in page
     assert 'class="final"' in page and "train and eval loss" in page and "all and per worker" in page
+    final_x = float(page.split('class="final" cx="')[1].split('"')[0])
+    last_dot = max(float(c.split('"')[0]) for c in page.split('data-label="eval loss (per epoch)"')[1]
+                   .split("</g>")[0].split('cx="')[1:])
+    assert final_x >= last_dot  # the final eval drawn after the last epoch's, not before it
 
 
 class _Summaries:

@@ -120,7 +120,7 @@ def test_hung_worker_is_killed_and_replaced(hadoop_cluster, dataset, tmp_path):
     history = jobs.metrics(run)["epochs"]
     assert all("loss" in h.get("eval", {}) for h in history[:-1]) and "eval" not in history[-1], history  # the last: final eval
     dom = finished_job_page(jobs.metrics(run)["app"], tmp_path, "hung-worker-finished")
-    (curve,) = [g for g in dom.split("<g ")[1:] if 'data-label="eval loss (per epoch)"' in g]
+    (curve,) = [g.split("</g>")[0] for g in dom.split("<g ")[1:] if 'data-label="eval loss (per epoch)"' in g]
     assert curve.count("<circle") == len(history) - 1, curve
     loss_plot = dom.split('class="loss"')[1].split("</svg>")[0]
     assert 'class="mark container_lost"' in loss_plot and 'class="mark replacement_up"' in loss_plot, loss_plot

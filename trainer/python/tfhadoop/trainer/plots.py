@@ -97,7 +97,8 @@ def line_chart(samples: list, key: str, title: str, unit: str, marks: dict, even
     if len(points) < 2:
         return f'<div class="plot"><h3>{_esc(title)}</h3><p>not enough samples yet</p></div>'
     t0 = points[0][0]
-    t1 = max([points[-1][0], t0 + 1] + [t for curve in extra.values() for t, _ in curve])
+    t_end = max([points[-1][0]] + [t for curve in extra.values() for t, _ in curve])  # where ``final`` is drawn
+    t1 = max(t_end, t0 + 1)
     values = [v for _, v in points] + ([final] if final is not None else []) + \
         [v for curve in extra.values() for _, v in curve]
     yt = nice_ticks(min(values), max(values), integer=integer)
@@ -140,7 +141,7 @@ def line_chart(samples: list, key: str, title: str, unit: str, marks: dict, even
                      f'stroke-width="1.5" points="{line}"/>{dots}</g>')
         legend += f'<span style="color:{colour}">&#9473; {_esc(label)}</span> '
     if final is not None:
-        parts.append(f'<circle class="final" cx="{x(points[-1][0]):.1f}" cy="{y(final):.1f}" r="4" fill="{EVAL}">'
+        parts.append(f'<circle class="final" cx="{x(t_end):.1f}" cy="{y(final):.1f}" r="4" fill="{EVAL}">'
                      f'<title>{_esc(final_label)} {final:.4g}</title></circle>')
     parts.append(f'<text x="{LEFT + plot_w / 2:.0f}" y="{HEIGHT - 4}" font-size="10" text-anchor="middle">'
                  f'time since the first sample (m:ss)</text>'
