@@ -63,10 +63,13 @@ def job_status(client, conf, app_id: str) -> dict:
         out["metrics"] = metrics if metrics and metrics.get("app") in (None, app_id) else None
         out["result"] = jobdir.result(job_dir, app_id)
         out["samples"] = jobdir.samples(job_dir, app_id)
+        state = None
         if out["progress"] is None and str(report.state) in protocol.FINAL_STATES:
             state = jobdir.latest_state(job_dir)
             if state:
                 out["progress"] = {"epoch": state.get("epoch"), "steps": state.get("steps"), "checkpoint": True}
+        # the epochs trained (with their eval loss): the metrics of a finished job, else its checkpoint's
+        out["history"] = (out["metrics"] or {}).get("epochs") or (state or {}).get("history") or []
     return out
 
 

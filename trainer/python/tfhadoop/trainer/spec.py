@@ -55,6 +55,9 @@ class JobSpec:
                                               "model.fit(sample_weight=...)")
     train_split: str | None = setting("train", "split to train on (a dataset without splits: all records)")
     eval_split: str | None = setting("eval", "split evaluated at the end (skipped with a notice if absent)")
+    eval_every_epochs: int = setting(0, "also evaluate on the eval split after every N-th epoch: the eval loss "
+                                        "per epoch in the history, TensorBoard and the job page's loss plot "
+                                        "(0: only at the end)")
     workers: int = setting(2, "worker containers")
     min_workers: int = setting(1, "keep training while at least this many workers are alive")
     ps: int = setting(1, "parameter servers (not with --strategy allreduce)")
@@ -158,6 +161,8 @@ class JobSpec:
             raise CommandError("--ps must be at least 1")
         if v["gang_timeout"] <= 0:
             raise CommandError(f"--gang-timeout must be positive, got {v['gang_timeout']}")
+        if v["eval_every_epochs"] < 0:
+            raise CommandError(f"--eval-every-epochs must be positive (or 0: off), got {v['eval_every_epochs']}")
         if v["commit_every_steps"] < 0:
             raise CommandError(f"--commit-every-steps must be positive (or 0: off), got {v['commit_every_steps']}")
         if v["round_timeout"] < 0:
