@@ -33,7 +33,9 @@ def _live(client, app_id: str) -> dict:
         return {}
     containers = []
     try:
-        for c in app.get_containers(services=["ps", "worker", protocol.TENSORBOARD_SERVICE]):
+        # every service of the application: naming one its spec lacks (tensorboard without
+        # --tensorboard) makes Skein refuse the whole call
+        for c in app.get_containers():
             containers.append({"service": c.service_name, "id": c.id, "yarn": c.yarn_container_id,
                                "host": c.yarn_node_http_address, "state": str(c.state)})
     except Exception:  # noqa: BLE001 - gone meanwhile
