@@ -112,6 +112,8 @@ def epoch_end(state: dict, entry: dict, summaries, evaluation: dict | None = Non
     entry["time"] = time.time()
     if evaluation is not None:
         entry["eval"] = evaluation
+        if "loss" in evaluation:  # what every progress report carries (last_eval), without a history scan
+            state["last_eval"] = {"epoch": entry["epoch"], "loss": round(evaluation["loss"], 6), "time": entry["time"]}
     state["history"].append(entry)
     if summaries:
         summaries.scalars("train", entry["steps"], {"epoch_loss": entry["mean_loss"]})
@@ -121,11 +123,9 @@ def epoch_end(state: dict, entry: dict, summaries, evaluation: dict | None = Non
 
 def last_eval(state: dict) -> dict:
     """The newest epoch evaluation as progress fields (``{"eval": {epoch, loss, time}}``), or none:
-    the live job page draws the eval curve from the progress samples."""
-    for entry in reversed(state["history"]):
-        if entry.get("eval") and "loss" in entry["eval"]:
-            return {"eval": {"epoch": entry["epoch"], "loss": round(entry["eval"]["loss"], 6), "time": entry["time"]}}
-    return {}
+    the live job page draws the eval curve from the progress samples. Called at every progress
+    report, so it reads what ``epoch_end`` kept, never the whole history."""
+    return {"eval": state["last_eval"]} if state.get("last_eval") else {}
 
 
 def per_second(examples: dict, seconds: float) -> dict:
