@@ -137,7 +137,42 @@ fn retrying<T>(
 /// without the DataNodes' block reports: its SafeModeException "Zero blocklocations" is not
 /// among the exceptions hdfs-native retries.
 fn open_for_read(t: &Target) -> Result<FileReader> {
-    patiently(|| block_on(t.client.read(&t.path)).map_err(|e| Error::hdfs("open for read", &t.uri, &e)), || {})
+    patiently(|| open_whole(t), || {})
+}
+
+/// How long a reader waits for a closed file's last block to become readable (see `open_whole`).
+const LAST_BLOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Opens `t` for read over the length the NameNode lists for it. Where the NameNode lets a
+/// writer close while its last block is only COMMITTED (`dfs.namenode.file.close.num-committed-allowed`,
+/// HDFS-8999), the block locations leave that block out of the file's length until a DataNode
+/// reports it (milliseconds later): a reader opened in between would see a shorter (often empty)
+/// file with no error. Like Hadoop's own client, wait for the report and open again; give up
+/// with an error naming the file rather than return bytes the file does not hold.
+fn open_whole(t: &Target) -> Result<FileReader> {
+    let start = std::time::Instant::now();
+    let mut delay = std::time::Duration::from_millis(10);
+    loop {
+        let listed = stat_of(t)?.length as usize;
+        let reader = block_on(t.client.read(&t.path)).map_err(|e| Error::hdfs("open for read", &t.uri, &e))?;
+        let readable = reader.file_length();
+        if readable >= listed {
+            return Ok(reader);
+        }
+        if start.elapsed() >= LAST_BLOCK_WAIT {
+            return Err(Error::new(
+                code::UNAVAILABLE,
+                format!(
+                    "{}: the NameNode lists {listed} bytes but only {readable} are readable: no DataNode has reported \
+                     its last block after {} s",
+                    t.uri,
+                    LAST_BLOCK_WAIT.as_secs()
+                ),
+            ));
+        }
+        std::thread::sleep(delay);
+        delay = (delay * 2).min(std::time::Duration::from_millis(500));
+    }
 }
 
 impl Reader {

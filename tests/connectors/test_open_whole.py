@@ -1,0 +1,48 @@
+"""hdfs.open_whole against a fake hdfs-native client: a reader shorter than the file the NameNode
+lists (its last block committed, not yet reported) is reopened, and never returned."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from tfhadoop.connectors import hdfs
+
+
+class _Reader:
+    def __init__(self, data: bytes):
+        self.data, self.closed = data, False
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class _Client:
+    """Lists ``data`` at its full length; its reader holds ``short`` empty reads first."""
+
+    def __init__(self, data: bytes, short: int):
+        self.data, self.short, self.opened = data, short, []
+
+    def get_file_info(self, path):
+        return SimpleNamespace(length=len(self.data))
+
+    def read(self, path):
+        reader = _Reader(b"" if len(self.opened) < self.short else self.data)
+        self.opened.append(reader)
+        return reader
+
+
+def test_a_short_reader_is_reopened_until_the_block_is_reported():
+    client = _Client(b"x" * 100, short=3)
+    reader = hdfs.open_whole(client, "/f", "hdfs://nn/f")
+    assert len(reader) == 100 and len(client.opened) == 4
+    assert all(r.closed for r in client.opened[:3]) and not reader.closed
+
+
+def test_a_block_never_reported_fails_naming_the_file(monkeypatch):
+    monkeypatch.setattr(hdfs, "LAST_BLOCK_WAIT_S", 0.05)
+    with pytest.raises(hdfs.HdfsError, match=r"^hdfs://nn/f: the NameNode lists 100 bytes but only 0 are readable"):
+        hdfs.open_whole(_Client(b"x" * 100, short=10**6), "/f", "hdfs://nn/f")
