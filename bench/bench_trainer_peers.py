@@ -4,10 +4,15 @@
 (b) tf-keras ``model.fit`` under ``ParameterServerStrategy``, 1 PS + N worker processes on this
     machine (the standard TF way without YARN), local files, each worker reading its shards
     (``DatasetCreator`` + ``InputContext`` sharding), ``steps_per_execution`` as tuned below;
-(c) ``tfhadoop train`` with 1 PS + N workers on the embedded YARN cluster reading ``hdfs://``.
+(c) ``tfhadoop train`` with 1 PS + N workers on the embedded YARN cluster reading ``hdfs://``;
+(d) tf-keras ``model.fit`` under ``MultiWorkerMirroredStrategy``, N worker processes on this
+    machine, each reading its shards (``DatasetCreator``), the same batch per worker, at
+    ``steps_per_execution`` 1 and the tuned value (the better counts);
+(e) ``tfhadoop train --strategy allreduce`` with N workers on the embedded YARN cluster.
 
 Each is a fresh process (or application): wall time includes start-up (imports, servers,
-containers); steady examples/s are measured over the epochs after the first. Prints (c)/(b).
+containers); steady examples/s are measured over the epochs after the first. Prints (c)/(b) and
+(e)/(d): issue 32's two trainer ratios.
 
     .venv/bin/python -m bench.bench_trainer_peers [--records 200000] [--epochs 3] [--workers 1,2,4]
 """
@@ -121,6 +126,29 @@ def run_pss(args) -> dict:
     return {"epoch_s": [e - b for b, e in zip(times.begin, times.end)], "loss": times.loss}
 
 
+def run_mwms(args) -> dict:
+    """(d): one worker of model.fit under MultiWorkerMirroredStrategy (TF_CONFIG set by ``run_d``);
+    each worker reads its own shards, ``batch_size`` examples a step (the global batch is
+    ``batch_size`` x workers, as in ``tfhadoop train --strategy allreduce``)."""
+    import tensorflow as tf
+    import tf_keras
+
+    files = sorted(os.path.join(args.folder, f) for f in os.listdir(args.folder) if f.endswith(".tfrecord"))
+    strategy = tf.distribute.MultiWorkerMirroredStrategy()
+    workers = strategy.num_replicas_in_sync
+    with strategy.scope():
+        m = chosen_model()
+
+    def dataset_fn(ctx):
+        mine = files[ctx.input_pipeline_id::ctx.num_input_pipelines]
+        return dataset(mine, args.batch_size).repeat()
+
+    times = EpochTimes()
+    m.fit(tf_keras.utils.experimental.DatasetCreator(dataset_fn), epochs=args.epochs,
+          steps_per_epoch=args.records // (args.batch_size * workers), verbose=0, callbacks=[times.callback])
+    return {"epoch_s": [e - b for b, e in zip(times.begin, times.end)], "loss": times.loss}
+
+
 def child(kind: str, args) -> dict:
     """Run (a) or (b)'s chief in a fresh process; its wall time from spawn to exit."""
     t0 = time.perf_counter()
@@ -146,16 +174,17 @@ def pss_cluster(workers: int):
     return cluster, procs
 
 
-def run_yarn(args, manifest_folder: str, workers: int) -> dict:
-    """(c): `tfhadoop train` reading hdfs:// on the embedded cluster."""
+def run_yarn(args, manifest_folder: str, workers: int, *extra: str) -> dict:
+    """(c), (e): `tfhadoop train` reading hdfs:// on the embedded cluster (``extra``: more flags)."""
     from tfhadoop.connectors import hdfs
 
     base = f"hdfs:///tmp/bench-peers-{uuid.uuid4().hex[:8]}"
     hdfs.upload_dir(manifest_folder, f"{base}/data")
     wall = run_train(base, "--model", "job_models:model", "--python-path", JOB_MODELS_DIR,
-                     "--data", f"{base}/data", "--label", "y", "--train-split", "train", "--ps", "1",
-                     "--workers", str(workers), "--epochs", str(args.epochs), "--batch-size", str(args.batch_size),
-                     "--task-records", str(args.task_records), "--worker-memory", "1g", "--ps-memory", "1g")
+                     "--data", f"{base}/data", "--label", "y", "--train-split", "train",
+                     *(() if "allreduce" in extra else ("--ps", "1")), *extra, "--workers", str(workers), "--epochs", str(args.epochs), "--batch-size", str(args.batch_size),
+                     "--task-records", str(args.task_records), "--worker-memory", "1g",
+                     *(() if "allreduce" in extra else ("--ps-memory", "1g")))
     result = {"wall_s": wall, "metrics": metrics(base), "samples": progress(base)}
     hdfs.delete(base)
     return result
@@ -181,9 +210,35 @@ def run_b(args, workers: int) -> dict:
     return {"wall_s": time.perf_counter() - t0, "steady": steady(r["epoch_s"], args.records), "loss": r["loss"][-1]}
 
 
-def run_c(args, workers: int) -> dict:
+def run_d(args, workers: int, spe: int) -> dict:
+    """(d) with ``workers`` local processes at ``steps_per_execution`` ``spe``: rank 0's epochs."""
+    from tfhadoop.ports import free_ports
+
+    cluster = {"worker": [f"127.0.0.1:{p}" for p in free_ports(workers)]}
+    argv = [sys.executable, "-m", "bench.bench_trainer_peers", "--child", "d", "--folder", args.folder, "--records",
+            str(args.records), "--epochs", str(args.epochs), "--batch-size", str(args.batch_size)]
+    t0 = time.perf_counter()
+    procs = [subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                              env={**os.environ, "SPE": str(spe),
+                                   "TF_CONFIG": json.dumps({"cluster": cluster, "task": {"type": "worker", "index": i}})})
+             for i in range(workers)]
+    outs = [p.communicate(timeout=3600) for p in procs]
+    wall = time.perf_counter() - t0
+    for p, (_, err) in zip(procs, outs):
+        if p.returncode:
+            raise RuntimeError(f"(d) failed: {err[-3000:]}")
+    r = json.loads(outs[0][0].strip().splitlines()[-1])
+    return {"wall_s": wall, "steady": steady(r["epoch_s"], args.records), "loss": r["loss"][-1], "spe": spe}
+
+
+def run_e(args, workers: int) -> dict:
+    """(e): ``tfhadoop train --strategy allreduce``; steady rate from its samples after epoch 1."""
+    return run_c(args, workers, "--strategy", "allreduce")
+
+
+def run_c(args, workers: int, *extra: str) -> dict:
     """(c) with ``workers`` workers; steady rate from the coordinator's samples after epoch 1."""
-    r = run_yarn(args, args.folder, workers)
+    r = run_yarn(args, args.folder, workers, *extra)
     m = r["metrics"]
     total = args.records * args.epochs
     later = [s for s in r["samples"] if s.get("epoch", 0) >= 1]
@@ -205,12 +260,12 @@ def main() -> int:
     ap.add_argument("--task-records", type=int, default=2000)
     ap.add_argument("--steps-per-execution", type=int, default=16, help="(a), (b): tf-keras's own batching of steps")
     ap.add_argument("--workers", default="2", help="worker counts of (b) and (c), e.g. 1,2,4 for the scaling table")
-    ap.add_argument("--skip", default="", help="comma list of a,b,c to leave out")
+    ap.add_argument("--skip", default="", help="comma list of a,b,c,d,e to leave out")
     ap.add_argument("--child", default=None)
     ap.add_argument("--folder", default=None)
     args = ap.parse_args()
     if args.child:
-        result = run_local(args) if args.child == "a" else run_pss(args)
+        result = {"a": run_local, "b": run_pss, "d": run_mwms}[args.child](args)
         print(json.dumps(result), flush=True)
         os._exit(0)  # PSS keeps remote handles: do not wait for them
     counts = [int(n) for n in args.workers.split(",")]
@@ -228,25 +283,35 @@ def main() -> int:
         for n in counts:
             rows[("b", n)] = run_b(args, n)
             print(f"(b) {n} workers", json.dumps(rows[("b", n)]), flush=True)
-    if "c" not in skip:
+    if "d" not in skip:
+        for n in counts:
+            tries = [run_d(args, n, spe) for spe in sorted({1, args.steps_per_execution})]
+            for t in tries:
+                print(f"(d) {n} workers, steps_per_execution {t['spe']}", json.dumps(t), flush=True)
+            rows[("d", n)] = max(tries, key=lambda t: t["steady"])
+    if not {"c", "e"} <= skip:
         with bench_cluster():
-            for n in counts:
-                rows[("c", n)] = run_c(args, n)
-                print(f"(c) {n} workers", json.dumps(rows[("c", n)]), flush=True)
+            for kind, run in (("c", run_c), ("e", run_e)):
+                for n in counts if kind not in skip else ():
+                    rows[(kind, n)] = run(args, n)
+                    print(f"({kind}) {n} workers", json.dumps(rows[(kind, n)]), flush=True)
     print(f"\nload after: {os.getloadavg()}")
     print(f"{'run':<58} {'steady ex/s':>12} {'wall s':>8} {'last loss':>10}")
     names = {"a": "(a) tf-keras fit, 1 process, local files",
              "b": "(b) tf-keras fit, PSS 1 PS + {n} workers, local files",
-             "c": "(c) tfhadoop train, 1 PS + {n} workers, hdfs://"}
+             "c": "(c) tfhadoop train, 1 PS + {n} workers, hdfs://",
+             "d": "(d) tf-keras fit, MWMS {n} workers, local files",
+             "e": "(e) tfhadoop train --strategy allreduce, {n} workers"}
     for k, row in rows.items():
         name = names["a"] if k == "a" else names[k[0]].format(n=k[1])
         print(f"{name:<58} {row['steady']:>12.0f} {row['wall_s']:>8.1f} {row['loss']:>10.4f}")
     for n in counts:
-        b, c = rows.get(("b", n)), rows.get(("c", n))
-        if b and c:
-            print(f"{n} workers: (c)/(b) steady {c['steady'] / b['steady']:.2f}, "
-                  f"wall {c['wall_s'] / b['wall_s']:.2f} (wall: lower is better)")
-    for kind in "bc":
+        for ours, peer, what in (("c", "b", "PS mode vs PSS fit"), ("e", "d", "allreduce vs MWMS fit")):
+            o, p = rows.get((ours, n)), rows.get((peer, n))
+            if o and p:
+                print(f"{n} workers, {what}: ({ours})/({peer}) steady {o['steady'] / p['steady']:.2f}, "
+                      f"wall {o['wall_s'] / p['wall_s']:.2f} (wall: lower is better)")
+    for kind in "bcde":
         base = rows.get((kind, counts[0]))
         if base and len(counts) > 1:
             print(f"({kind}) scaling from {counts[0]} worker(s): " + ", ".join(
