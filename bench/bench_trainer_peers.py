@@ -47,6 +47,7 @@ def write_dataset(folder: str, records: int, shards: int) -> dict:
 
     from tfhadoop.connectors.dataset import MANIFEST, dumps, manifest_doc
     from tfhadoop.connectors.example import encode_example
+    from tfhadoop.connectors.splits import build_boundary_index
     from tfhadoop.connectors.tfrecord import write_records
 
     rng = np.random.default_rng(0)
@@ -58,6 +59,7 @@ def write_dataset(folder: str, records: int, shards: int) -> dict:
         name = f"part-{i:05d}-of-{shards:05d}.tfrecord"
         write_records(os.path.join(folder, name),
                       (encode_example({"x": list(map(float, xi)), "y": [float(yi)]}) for xi, yi in zip(x, y)))
+        build_boundary_index(os.path.join(folder, name))  # the sidecar the export writes: tasks start at an offset
         files.append({"path": name, "records": per, "bytes": os.path.getsize(os.path.join(folder, name)),
                       "split": "train"})
     manifest = manifest_doc("Example", "none", files, splits={"train": {"records": per * shards}}, schema={},
