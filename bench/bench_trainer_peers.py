@@ -14,11 +14,17 @@ Each is a fresh process (or application): wall time includes start-up (imports, 
 containers); steady examples/s are measured over the epochs after the first. Prints (c)/(b) and
 (e)/(d): issue 32's two trainer ratios.
 
-    .venv/bin/python -m bench.bench_trainer_peers [--records 200000] [--epochs 3] [--workers 1,2,4]
+``--from-export`` (issue 32's one command): the dataset is written by ``tfhadoop export``'s
+defaults (``run_export``, from a Spark DataFrame of the same rows) to HDFS; the jobs read it there,
+the peers a local copy; and (f) times a task at the start and at the end of its first shard as the
+trainer plans and reads them (bench_task_offsets). Ends with issue 32's three ratios.
+
+    .venv/bin/python -m bench.bench_trainer_peers [--records 200000] [--epochs 3] [--workers 1,2,4] [--from-export]
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -69,13 +75,67 @@ def write_dataset(folder: str, records: int, shards: int) -> dict:
     return manifest
 
 
-def dataset(files, batch: int):
+def export_dataset(args, url: str) -> None:
+    """(--from-export) The rows of :func:`write_dataset` as a DataFrame (x: array<float> of
+    FEATURES, y: float), exported to ``url`` by ``run_export`` with the export's defaults, then
+    copied to ``args.folder`` for the peers."""
+    import numpy as np
+    import pandas as pd
+
+    from tfhadoop.connectors import hdfs
+    from tfhadoop.spark.export import ExportOptions, run_export
+    from tfhadoop.spark.session import get_session
+
+    rng = np.random.default_rng(0)
+    w = rng.normal(size=FEATURES)
+    x = rng.normal(size=(args.records, FEATURES)).astype(np.float32)
+    y = (np.tanh(x @ w / 4) + 0.05 * rng.normal(size=args.records)).astype(np.float32)
+    spark = get_session("bench-trainer-peers", extra_conf={"spark.driver.memory": "3g", "spark.ui.enabled": "false"})
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        spark.createDataFrame(pd.DataFrame({"x": list(x), "y": y})).createOrReplaceTempView("bench_peers")
+        t0 = time.perf_counter()
+        manifest = run_export(spark, ExportOptions(output=url, query="select x, y from bench_peers"))
+        print(f"export defaults: compression {manifest['compression']}, {len(manifest['files'])} shards, "
+              f"{manifest['bytes'] / 1e6:.1f} MB in {time.perf_counter() - t0:.0f} s", flush=True)
+    finally:
+        spark.stop()
+    hdfs.download_dir(url, args.folder)
+
+
+def task_position(url: str, task_records: int) -> dict:
+    """(f) The first and the last task of the export's first shard, planned and read as the trainer
+    does (bench_task_offsets.reader), best of 3 each: the cost of a task's position."""
+    from bench.bench_task_offsets import reader
+    from tfhadoop.connectors import dataset as ds
+    from tfhadoop.trainer.step import COMPRESSION
+    from tfhadoop.trainer.tasks import plan_epoch
+
+    m = ds.load(url)
+    tasks = plan_epoch(m, None, task_records, shuffle=False, indexes=ds.load_indexes(m, None))
+    mine = [t for t in tasks if t.path == tasks[0].path]
+    task = reader(COMPRESSION[m.compression])
+
+    def best(t) -> float:
+        return min(task(t.path, t.offset, t.records_to_skip, t.count) for _ in range(3))
+
+    best(mine[0])  # traces the reader
+    first, last = best(mine[0]), best(mine[-1])
+    return {"first_ms": first * 1e3, "last_ms": last * 1e3, "ratio": last / first, "last_record": mine[-1].start}
+
+
+def dataset(files, batch: int, ctx=None):
+    """The peers' pipeline; with ``ctx`` (an ``InputContext``) this input pipeline's part: its
+    files, or every n-th record when there are fewer files than pipelines (a small export)."""
     import tensorflow as tf
 
     from tfhadoop.trainer.step import parse_fn
 
     parse = parse_fn(SPEC, "y")
-    return (tf.data.TFRecordDataset(files).batch(batch).map(parse, num_parallel_calls=tf.data.AUTOTUNE)
+    n, i = (ctx.num_input_pipelines, ctx.input_pipeline_id) if ctx else (1, 0)
+    records = (tf.data.TFRecordDataset(files[i::n]) if len(files) >= n
+               else tf.data.TFRecordDataset(files).shard(n, i))
+    return (records.batch(batch).map(parse, num_parallel_calls=tf.data.AUTOTUNE)
             .map(lambda f, y: (f["x"], y)).prefetch(tf.data.AUTOTUNE))
 
 
@@ -118,8 +178,7 @@ def run_pss(args) -> dict:
         m = chosen_model()
 
     def dataset_fn(ctx):
-        mine = files[ctx.input_pipeline_id::ctx.num_input_pipelines]
-        return dataset(mine, args.batch_size).repeat()
+        return dataset(files, args.batch_size, ctx).repeat()
 
     times = EpochTimes()
     steps = args.records // args.batch_size
@@ -142,8 +201,7 @@ def run_mwms(args) -> dict:
         m = chosen_model()
 
     def dataset_fn(ctx):
-        mine = files[ctx.input_pipeline_id::ctx.num_input_pipelines]
-        return dataset(mine, args.batch_size).repeat()
+        return dataset(files, args.batch_size, ctx).repeat()
 
     times = EpochTimes()
     m.fit(tf_keras.utils.experimental.DatasetCreator(dataset_fn), epochs=args.epochs,
@@ -177,13 +235,16 @@ def pss_cluster(workers: int):
 
 
 def run_yarn(args, manifest_folder: str, workers: int, *extra: str) -> dict:
-    """(c), (e): `tfhadoop train` reading hdfs:// on the embedded cluster (``extra``: more flags)."""
+    """(c), (e): `tfhadoop train` reading hdfs:// on the embedded cluster (``extra``: more flags);
+    the exported dataset with --from-export, else a copy of the local one."""
     from tfhadoop.connectors import hdfs
 
     base = f"hdfs:///tmp/bench-peers-{uuid.uuid4().hex[:8]}"
-    hdfs.upload_dir(manifest_folder, f"{base}/data")
+    data = args.export_url or f"{base}/data"
+    if not args.export_url:
+        hdfs.upload_dir(manifest_folder, data)
     wall = run_train(base, "--model", "job_models:model", "--python-path", JOB_MODELS_DIR,
-                     "--data", f"{base}/data", "--label", "y", "--train-split", "train",
+                     "--data", data, "--label", "y", *(() if args.export_url else ("--train-split", "train")),
                      *(() if "allreduce" in extra else ("--ps", "1")), *extra, "--workers", str(workers), "--epochs", str(args.epochs), "--batch-size", str(args.batch_size),
                      "--task-records", str(args.task_records), "--worker-memory", "1g",
                      *(() if "allreduce" in extra else ("--ps-memory", "1g")))
@@ -263,6 +324,7 @@ def main() -> int:
     ap.add_argument("--steps-per-execution", type=int, default=16, help="(a), (b): tf-keras's own batching of steps")
     ap.add_argument("--workers", default="2", help="worker counts of (b) and (c), e.g. 1,2,4 for the scaling table")
     ap.add_argument("--skip", default="", help="comma list of a,b,c,d,e to leave out")
+    ap.add_argument("--from-export", action="store_true", help="the dataset written by `tfhadoop export`'s defaults")
     ap.add_argument("--child", default=None)
     ap.add_argument("--folder", default=None)
     args = ap.parse_args()
@@ -272,7 +334,25 @@ def main() -> int:
         os._exit(0)  # PSS keeps remote handles: do not wait for them
     counts = [int(n) for n in args.workers.split(",")]
     args.folder = tempfile.mkdtemp(prefix="bench-peers-")
-    write_dataset(args.folder, args.records, args.shards)
+    args.export_url = None
+    with contextlib.ExitStack() as cluster:
+        if args.from_export:  # the cluster first: the export writes to its HDFS
+            cluster.enter_context(bench_cluster())
+            args.export_url = f"hdfs:///tmp/bench-peers-export-{uuid.uuid4().hex[:8]}"
+            export_dataset(args, args.export_url)
+        else:
+            write_dataset(args.folder, args.records, args.shards)
+        try:
+            return measure(args, counts, cluster)
+        finally:
+            if args.export_url:
+                from tfhadoop.connectors import hdfs
+
+                hdfs.delete(args.export_url)
+
+
+def measure(args, counts: list[int], cluster: contextlib.ExitStack) -> int:
+    """Runs (a)-(f) as asked and prints the table and the ratios."""
     skip = set(args.skip.split(","))
     print(f"load before: {os.getloadavg()} on {os.cpu_count()} cores; {args.records} records x {args.epochs} epochs, "
           f"batch {args.batch_size}, workers {counts}", flush=True)
@@ -291,12 +371,17 @@ def main() -> int:
             for t in tries:
                 print(f"(d) {n} workers, steps_per_execution {t['spe']}", json.dumps(t), flush=True)
             rows[("d", n)] = max(tries, key=lambda t: t["steady"])
-    if not {"c", "e"} <= skip:
-        with bench_cluster():
-            for kind, run in (("c", run_c), ("e", run_e)):
-                for n in counts if kind not in skip else ():
-                    rows[(kind, n)] = run(args, n)
-                    print(f"({kind}) {n} workers", json.dumps(rows[(kind, n)]), flush=True)
+    position = None
+    if not {"c", "e"} <= skip or (args.from_export and "f" not in skip):
+        if not args.from_export:
+            cluster.enter_context(bench_cluster())
+        for kind, run in (("c", run_c), ("e", run_e)):
+            for n in counts if kind not in skip else ():
+                rows[(kind, n)] = run(args, n)
+                print(f"({kind}) {n} workers", json.dumps(rows[(kind, n)]), flush=True)
+        if args.from_export and "f" not in skip:
+            position = task_position(args.export_url, args.task_records)
+            print("(f) task position", json.dumps(position), flush=True)
     print(f"\nload after: {os.getloadavg()}")
     print(f"{'run':<58} {'steady ex/s':>12} {'wall s':>8} {'last loss':>10}")
     names = {"a": "(a) tf-keras fit, 1 process, local files",
@@ -313,6 +398,13 @@ def main() -> int:
             if o and p:
                 print(f"{n} workers, {what}: ({ours})/({peer}) steady {o['steady'] / p['steady']:.2f}, "
                       f"wall {o['wall_s'] / p['wall_s']:.2f} (wall: lower is better)")
+    if args.from_export:
+        ratio = {k: rows[(o, counts[0])]["steady"] / rows[(p, counts[0])]["steady"]
+                 for k, o, p in (("ps", "c", "b"), ("allreduce", "e", "d")) if (o, counts[0]) in rows and (p, counts[0]) in rows}
+        print(f"\nissue 32, on the default export ({counts[0]} workers): PS mode / PSS fit "
+              f"{ratio.get('ps', float('nan')):.2f} (target >= 1.0); allreduce / MWMS fit "
+              f"{ratio.get('allreduce', float('nan')):.2f} (target >= 1.0); last task / first task of a shard "
+              f"{position['ratio'] if position else float('nan'):.2f} (target <= 1.2)")
     for kind in "bcde":
         base = rows.get((kind, counts[0]))
         if base and len(counts) > 1:
