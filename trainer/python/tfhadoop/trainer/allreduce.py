@@ -72,6 +72,7 @@ def train(job: JobSettings, gen: int, rank: int, workers: int, work: str, app=No
     import tfhadoop.tfhdfs  # hdfs:// for TensorFlow (shards, checkpoints, export)
     from tfhadoop.connectors.dataset import load as load_manifest
     from tfhadoop.connectors.dataset import load_indexes, slow_path_note
+    from tfhadoop.trainer.allreduce_round import counted_round_fn, round_args
     from tfhadoop.trainer.checkpoints import CheckpointPolicy, HdfsCheckpoints
     from tfhadoop.trainer.step import COMPRESSION, model_parse_fn, records_from, train_step_fn, without_rewrites
     from tfhadoop.trainer.summaries import Summaries
@@ -153,6 +154,10 @@ def train(job: JobSettings, gen: int, rank: int, workers: int, work: str, app=No
         row = tf.concat([tf.stack([tf.cast(n, tf.float64), tf.cast(loss, tf.float64)]), flags], axis=0)
         return strategy.gather(tf.reshape(row, [1, -1]), axis=0)
 
+    # One replica per worker (CPU, or one GPU a container): the counted round (allreduce_round);
+    # several: the distributed dataset above splits each member's batches over its replicas.
+    counted_round = counted_round_fn(strategy, step, parse, batch_size, manifest.compression) if per_worker == 1 else None
+
     stop_seen, stop_checked, job_stop = False, 0.0, None
 
     def stop_requested() -> bool:
@@ -200,10 +205,12 @@ def train(job: JobSettings, gen: int, rank: int, workers: int, work: str, app=No
                 mine = cut_round(mine, max_steps - state["steps"], batch_size)
                 if not round_steps(mine, batch_size):
                     break
-            dist = strategy.distribute_datasets_from_function(lambda ctx, t=mine[rank]: dataset(t))
-            flags = tf.constant([float(chief and policy.due(state["steps"])), float(stop_requested()),
-                                 float(job_stop is not None)], tf.float64)
-            rows = run_round(dist, flags).numpy()[::per_worker]
+            flags = [float(chief and policy.due(state["steps"])), float(stop_requested()), float(job_stop is not None)]
+            if counted_round is not None:
+                rows = counted_round(*round_args(mine, rank, round_steps(mine, batch_size), flags)).numpy()
+            else:
+                dist = strategy.distribute_datasets_from_function(lambda ctx, t=mine[rank]: dataset(t))
+                rows = run_round(dist, tf.constant(flags, tf.float64)).numpy()[::per_worker]
             touch(beat)
             if first_step_at is None:
                 first_step_at = time.monotonic()
