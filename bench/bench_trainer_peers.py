@@ -106,6 +106,7 @@ def export_dataset(args, url: str) -> None:
 def task_position(url: str, task_records: int) -> dict:
     """(f) The first and the last task of the export's first shard, planned and read as the trainer
     does (bench_task_offsets.reader), best of 3 each: the cost of a task's position."""
+    import tfhadoop.tfhdfs  # noqa: F401  (hdfs:// for TensorFlow, as in a worker)
     from bench.bench_task_offsets import reader
     from tfhadoop.connectors import dataset as ds
     from tfhadoop.trainer.step import COMPRESSION
