@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from tfhadoop.trainer.step import COMPRESSION, PREFETCH, records_from, without_rewrites
+from tfhadoop.trainer.step import COMPRESSION, task_batches
 
 
 def counted_round_fn(strategy, step, parse, batch_size: int, compression: str | None):
@@ -31,8 +31,7 @@ def counted_round_fn(strategy, step, parse, batch_size: int, compression: str | 
     @tf.function(input_signature=[tf.TensorSpec([], tf.string), scalar, scalar, scalar, scalar,
                                   tf.TensorSpec([None], tf.float64)])
     def run_round(path, offset, skip, count, steps, flags):
-        records = records_from(path, offset, comp).skip(skip).take(count)
-        batches = iter(without_rewrites(records.batch(batch_size).prefetch(PREFETCH)))
+        batches = task_batches(path, offset, skip, count, batch_size, comp)
         n = tf.constant(0, tf.int64)
         loss = tf.constant(0.0, tf.float32)
         for _ in tf.range(steps):

@@ -47,6 +47,14 @@ def records_from(path, offset, compression: TFCompression):
     return tf.data.experimental.from_variant(variant, tf.TensorSpec([], tf.string))
 
 
+def task_batches(path, offset, skip, count, batch_size: int, compression: TFCompression):
+    """An iterator over a task's batches of serialized records (``count`` records after the first
+    ``skip`` from byte ``offset`` of ``path``), read ahead of the step (``PREFETCH``); built inside
+    the traced function that trains them (PS closures, allreduce rounds)."""
+    records = records_from(path, offset, compression).skip(skip).take(count)
+    return iter(without_rewrites(records.batch(batch_size).prefetch(PREFETCH)))
+
+
 def without_rewrites(ds):
     """``ds`` with tf.data's graph rewrites off (they serialize the pipeline; see :func:`records_from`)."""
     options = tf.data.Options()
@@ -152,8 +160,7 @@ def build_task_fn(strategy, model, parse_spec: dict, label, batch_size: int, com
 
     def train_task(path, offset, skip, count):
         """(examples, loss_sum) of one task; a shard shorter than ``skip + count``: OutOfRange."""
-        records = records_from(path, offset, comp).skip(skip).take(count)
-        batches = iter(without_rewrites(records.batch(batch_size).prefetch(PREFETCH)))
+        batches = task_batches(path, offset, skip, count, batch_size, comp)
         n = tf.constant(0, tf.int64)
         total = tf.constant(0.0, tf.float32)
         for _ in tf.range((count + batch_size - 1) // batch_size):
