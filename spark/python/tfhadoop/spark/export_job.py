@@ -23,6 +23,7 @@ from tfhadoop.spark.export_profile import merge_profile, profile_exprs
 from tfhadoop.spark.export_rewrite import dataset_to_rewrite, rewrite_into
 from tfhadoop.spark.export_schema import manifest_of
 from tfhadoop.spark.export_sequences import struct_lists_as_feature_lists
+from tfhadoop.spark.export_vectors import sparse_vectors_as_pairs
 from tfhadoop.spark.export_write import DatasetFS, finalize_files, write_text
 
 log = logging.getLogger(__name__)
@@ -88,6 +89,7 @@ def _export_into(spark, opts: ExportOptions, staging: str, t0: float) -> dict:
     single_steps: set[str] = set()
     if opts.record_type == "SequenceExample":  # arrays of structs: a feature list per field
         source, single_steps = struct_lists_as_feature_lists(source)
+    source, sparse_sizes = sparse_vectors_as_pairs(source)  # sparse ML vectors: indices + values
     exact = exact_plan(source, opts)
     files, split_info, profile = [], {}, None
     for split, frame in split_frames(source, opts).items():
@@ -116,4 +118,4 @@ def _export_into(spark, opts: ExportOptions, staging: str, t0: float) -> dict:
     if sum(f["records"] for f in files) == 0:
         raise CommandError("the export produced no records: the input is empty (nothing written)")
     return manifest_of(opts, source, profile, files, split_info, time.monotonic() - t0, exact, original_schema,
-                       single_steps)
+                       single_steps, sparse_sizes)

@@ -86,6 +86,26 @@ def mismatch(name: str, inp, entry: dict) -> str | None:
     if entry.get("type") in SEQUENCE_KINDS and rank is not None and rank - 1 != per_example:
         return (f"has {rank - 1} dimensions per example but feature {name!r} is a feature list of "
                 f"{per_example} (steps first): declare it Input((None, ...), ragged=True)")
+    return too_narrow(name, spec, entry)
+
+
+def too_narrow(name: str, spec, entry: dict) -> str | None:
+    """Why a dense or sparse input of a known width cannot hold feature ``name``'s lists, or None:
+    a sparse vector of a larger size, or lists longer than the width (the export records the
+    longest as ``max_length``; a list is padded, never cut)."""
+    if isinstance(spec, tf.RaggedTensorSpec) or spec is None or spec.shape is None or spec.shape.rank != 2:
+        return None
+    width = spec.shape[-1]
+    kind = "sparse" if isinstance(spec, tf.SparseTensorSpec) else "dense"
+    if width is None:
+        return None
+    if entry.get("type") == "SparseFeature" and int(entry.get("size") or 0) > width:
+        return (f"is {kind} of width {width} but feature {name!r} is a sparse vector of size {entry['size']}: "
+                f"declare it Input(({entry['size']},), sparse=True)")
+    longest = entry.get("max_length")
+    if entry.get("type") == "VarLenFeature" and longest is not None and int(longest) > width:
+        return (f"is {kind} of width {width} but feature {name!r} holds lists of up to {longest} values (a list is "
+                f"padded to the width, never cut): declare it Input(({longest},)) or Input((None,), ragged=True)")
     return None
 
 

@@ -1,0 +1,78 @@
+"""Spark ML sparse vectors as sparse features (issue 30 §1).
+
+A ``SparseVector`` column (a one-hot or hashed feature, VectorAssembler's output) holds a few
+values of a large size. Written as the vector's ``size`` floats it is mostly zeros on disk and a
+dense ``[batch, size]`` tensor in the trainer; a Keras ``Input((size,), sparse=True)`` wants a
+``tf.SparseTensor``. So a vector column with any sparse row is written as two list features,
+``NAME.indices`` (int64) and ``NAME.values`` (float), the data source's ``parent.child`` naming of
+a struct's fields, and its parse-spec entry is one ``SparseFeature`` of the largest size seen: it
+parses to a ``tf.SparseTensor`` of dense shape ``[batch, size]``. A dense row of such a column
+keeps all its values (index i for value i). A column of dense vectors only is written as before
+(a float list of the vector's size).
+
+The vector's own indices and values are read through the UDT's JSON form (what ``to_json``
+writes: ``type`` 0 sparse, 1 dense), so nothing is densified and no Python runs per row.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from tfhadoop.spark.export_plan import is_vector
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+INDICES, VALUES = "indices", "values"  # the struct's fields: features NAME.indices and NAME.values
+_JSON = "struct<v: struct<type: tinyint, size: int, indices: array<int>, values: array<double>>>"
+
+
+def _parsed(name: str):
+    from pyspark.sql import functions as F
+
+    return F.from_json(F.to_json(F.struct(F.col(f"`{name}`").alias("v"))), _JSON)["v"]
+
+
+def sparse_vectors_as_pairs(df: DataFrame) -> tuple[Any, dict[str, int]]:
+    """``df`` with each vector column that holds a sparse row replaced by a struct of its indices
+    and values, and {column: size} for those (the largest size among its rows). One pass over the
+    data, only when ``df`` has vector columns."""
+    from pyspark.sql import functions as F
+
+    vectors = [f.name for f in df.schema.fields if is_vector(f.dataType)]
+    if not vectors:
+        return df, {}
+    stats = []
+    for i, name in enumerate(vectors):
+        v = _parsed(name)
+        size = F.when(v["type"] == 0, v["size"]).otherwise(F.size(v["values"]))
+        stats += [F.max(F.when(v["type"] == 0, 1).otherwise(0)).alias(f"s{i}"), F.max(size).alias(f"n{i}")]
+    row = df.agg(*stats).collect()[0]
+    sizes = {name: int(row[f"n{i}"] or 0) for i, name in enumerate(vectors) if row[f"s{i}"]}
+    if not sizes:
+        return df, {}
+    columns = []
+    for field in df.schema.fields:
+        if field.name not in sizes:
+            columns.append(F.col(f"`{field.name}`"))
+            continue
+        v = _parsed(field.name)
+        n = F.size(v["values"])
+        dense_indices = F.when(n > 0, F.sequence(F.lit(0), n - 1)).otherwise(F.array().cast("array<int>"))
+        indices = F.when(v["type"] == 0, v["indices"]).otherwise(dense_indices)
+        pair = F.struct(indices.cast("array<bigint>").alias(INDICES), v["values"].cast("array<float>").alias(VALUES))
+        columns.append(F.when(F.col(f"`{field.name}`").isNotNull(), pair).alias(field.name))
+    return df.select(*columns), sizes
+
+
+def sparse_entries(spec: dict, sizes: dict[str, int]) -> dict:
+    """The parse spec with each pair's two list features replaced by one ``SparseFeature`` entry
+    named after the column (``spec`` is changed and returned)."""
+    for group in spec.values():
+        for name, size in sizes.items():
+            if f"{name}.{INDICES}" not in group:
+                continue
+            group.pop(f"{name}.{INDICES}")
+            group.pop(f"{name}.{VALUES}", None)
+            group[name] = {"type": "SparseFeature", "index_key": f"{name}.{INDICES}",
+                           "value_key": f"{name}.{VALUES}", "dtype": "float32", "size": size}
+    return spec
