@@ -247,3 +247,23 @@ def test_inputs_narrower_than_their_feature_are_named():
     assert mismatch("vec", tf_keras.Input((6,), sparse=True), vector) == (
         "is sparse of width 6 but feature 'vec' is a sparse vector of size 8: declare it Input((8,), sparse=True)")
     assert mismatch("vec", tf_keras.Input((8,), sparse=True), vector) is None
+
+
+def test_a_dense_input_gets_lists_padded_with_the_declared_value():
+    """Issue 30 §1: ``--pad hist=-1`` (the parse spec's ``pad``) pads with -1, to the input's
+    width or, for an input of open width, to the batch's longest; a ragged input is not padded."""
+    import tf_keras
+
+    spec = {"features": {**models.HISTORY_SPEC["features"],
+                         "hist": {"type": "VarLenFeature", "dtype": "int64", "pad": -1}}}
+    hist = tf_keras.Input((6,), name="hist", dtype=tf.int64)
+    x = tf_keras.Input((4,), name="x")
+    model = tf_keras.Model({"x": x, "hist": hist}, tf_keras.layers.Dense(1)(x))
+    records, _ = _records(HISTORIES)
+    features, _ = model_parse_fn(model, spec, "y")(records)
+    assert features["hist"].numpy().tolist() == [[-1] * 6, [3, 1, 4, -1, -1, -1], [7] + [-1] * 5,
+                                                 [49, 0, 0, 2, 11, -1]]
+    features, _ = parse_fn(spec, "y")(records)  # no model: dense, the batch's longest
+    assert features["hist"].numpy().tolist() == [[-1] * 5, [3, 1, 4, -1, -1], [7, -1, -1, -1, -1], [49, 0, 0, 2, 11]]
+    features, _ = model_parse_fn(models.history_bag(), spec, "y")(records)
+    assert features["hist"].to_list() == HISTORIES

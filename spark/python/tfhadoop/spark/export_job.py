@@ -14,6 +14,7 @@ from tfhadoop.spark.export_plan import (
     Source,
     apply_exact,
     check_label,
+    check_pad,
     exact_plan,
     load_source,
     shard_count,
@@ -85,6 +86,7 @@ def _export_into(spark, opts: ExportOptions, staging: str, t0: float) -> dict:
     if opts.partition_by and opts.partition_by not in source.columns:
         raise CommandError(f"--partition-by {opts.partition_by!r} is not a column of the input")
     check_label(source, opts.label)
+    check_pad(source, opts.pad)
     original_schema = source.schema
     single_steps: set[str] = set()
     if opts.record_type == "SequenceExample":  # arrays of structs: a feature list per field

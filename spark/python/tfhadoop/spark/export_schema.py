@@ -84,6 +84,8 @@ def manifest_of(opts, source, profile, files, split_info, seconds, exact=None, o
     for name, entry in spec["features"].items():  # a dense input narrower than this fails at submit
         if entry["type"] == "VarLenFeature" and profile["maxlen"].get(name) is not None:
             entry["max_length"] = int(profile["maxlen"][name])
+        if entry["type"] == "VarLenFeature" and name in opts.pad:  # a fixed-length list needs no padding
+            entry["pad"] = opts.pad[name]
     for name, how in exact.items():  # the parse spec says how an exact column is to be read
         for group in spec.values():
             if name in group:

@@ -7,8 +7,15 @@ dense ``[batch, size]`` tensor in the trainer; a Keras ``Input((size,), sparse=T
 ``NAME.indices`` (int64) and ``NAME.values`` (float), the data source's ``parent.child`` naming of
 a struct's fields, and its parse-spec entry is one ``SparseFeature`` of the largest size seen: it
 parses to a ``tf.SparseTensor`` of dense shape ``[batch, size]``. A dense row of such a column
-keeps all its values (index i for value i). A column of dense vectors only is written as before
-(a float list of the vector's size).
+keeps all its values (index i for value i).
+
+Which columns: those with a sparse row whose stored indices and values together are fewer than
+their dense values (fewer than half the values set, on average). VectorAssembler stores each row
+in its smaller form, so a column of a few small numeric features mixes dense and sparse rows: it
+stays a float list of the vector's size, as does a column of dense vectors. The training does not
+depend on the choice: a dense ``Input`` gets either form densified, a sparse one either form as a
+``tf.SparseTensor`` of its width (``tfhadoop.trainer.feeding``); the choice is what is stored and
+parsed.
 
 The vector's own indices and values are read through the UDT's JSON form (what ``to_json``
 writes: ``type`` 0 sparse, 1 dense), so nothing is densified and no Python runs per row.
@@ -33,9 +40,9 @@ def _parsed(name: str):
 
 
 def sparse_vectors_as_pairs(df: DataFrame) -> tuple[Any, dict[str, int]]:
-    """``df`` with each vector column that holds a sparse row replaced by a struct of its indices
-    and values, and {column: size} for those (the largest size among its rows). One pass over the
-    data, only when ``df`` has vector columns."""
+    """``df`` with each sparse vector column (see the module's docstring) replaced by a struct of
+    its indices and values, and {column: size} for those (the largest size among its rows). One
+    pass over the data, only when ``df`` has vector columns."""
     from pyspark.sql import functions as F
 
     vectors = [f.name for f in df.schema.fields if is_vector(f.dataType)]
@@ -45,9 +52,11 @@ def sparse_vectors_as_pairs(df: DataFrame) -> tuple[Any, dict[str, int]]:
     for i, name in enumerate(vectors):
         v = _parsed(name)
         size = F.when(v["type"] == 0, v["size"]).otherwise(F.size(v["values"]))
-        stats += [F.max(F.when(v["type"] == 0, 1).otherwise(0)).alias(f"s{i}"), F.max(size).alias(f"n{i}")]
+        stats += [F.max(F.when(v["type"] == 0, 1).otherwise(0)).alias(f"s{i}"), F.max(size).alias(f"n{i}"),
+                  F.sum(F.size(v["values"])).alias(f"set{i}"), F.sum(size).alias(f"all{i}")]
     row = df.agg(*stats).collect()[0]
-    sizes = {name: int(row[f"n{i}"] or 0) for i, name in enumerate(vectors) if row[f"s{i}"]}
+    sizes = {name: int(row[f"n{i}"] or 0) for i, name in enumerate(vectors)
+             if row[f"s{i}"] and 2 * (row[f"set{i}"] or 0) < (row[f"all{i}"] or 0)}
     if not sizes:
         return df, {}
     columns = []

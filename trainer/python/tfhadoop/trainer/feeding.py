@@ -4,14 +4,16 @@
 and a fixed-length one as a dense tensor. A Keras model says what it takes per input:
 ``Input(ragged=True)`` a ``tf.RaggedTensor`` (a user's last N item ids, no padding),
 ``Input(sparse=True)`` a ``tf.SparseTensor`` whose dense shape is the input's width, any other
-input a dense tensor (a variable-length list zero-padded to the input's width, or to the batch's
-longest where the input leaves its width open; a longer list is an error, never cut). One mapping,
+input a dense tensor (a variable-length list padded to the input's width, or to the batch's
+longest where the input leaves its width open; a longer list is an error, never cut). The padding
+value is 0 (the empty string for strings) unless the parse spec's entry declares one (``"pad"``,
+from ``tfhadoop export --pad``). One mapping,
 built once per model, used by every path that feeds it (PS closures, the allreduce ring, eval,
 the submit-time check).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import tensorflow as tf
@@ -25,9 +27,20 @@ SPARSE: FeedKind = "sparse"
 @dataclass(frozen=True)
 class Feed:
     """One model input's wish: its kind, and for a sparse input its width (the dense shape's last
-    dimension; None when the input leaves it open)."""
+    dimension; None when the input leaves it open); for a dense one the value lists are padded
+    with (None: 0 or the empty string)."""
     kind: FeedKind
     width: int | None = None
+    pad: int | float | str | None = None
+
+
+def with_padding(feeds: dict[str, Feed], parse_spec: dict) -> dict[str, Feed]:
+    """``feeds`` with the padding value each feature's parse-spec entry declares on its dense feed."""
+    out = dict(feeds)
+    for name, entry in parse_spec.get("features", {}).items():
+        if entry.get("pad") is not None and out.get(name, Feed(DENSE)).kind == DENSE:
+            out[name] = replace(out.get(name, Feed(DENSE)), pad=entry["pad"])
+    return out
 
 
 def model_feeds(model, features: list[str]) -> dict[str, Feed]:
@@ -124,7 +137,8 @@ def feed(name: str, value, want: Feed | None):
             return tf.RaggedTensor.from_sparse(value)
         if kind == SPARSE:
             return within_width(name, value, width)
-        return tf.sparse.to_dense(within_width(name, value, width))  # padded with zeros to the width
+        pad = None if want is None or want.pad is None else tf.constant(want.pad, value.dtype)
+        return tf.sparse.to_dense(within_width(name, value, width), default_value=pad)  # padded to the width
     if kind == RAGGED and value.shape.rank and value.shape.rank >= 2:
         # a fixed-length list, every row its full length (a classmethod behind a decorator Pyright cannot see)
         return tf.RaggedTensor.from_tensor(value)  # pyright: ignore[reportAttributeAccessIssue]

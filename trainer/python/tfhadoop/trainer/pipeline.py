@@ -49,8 +49,8 @@ class Trainer:
         None: the spec's ``data``. A DataFrame or table is exported first (to ``dataset``, default
         a directory per source fingerprint under ``/user/<you>/.tfhadoop/fit-datasets``) unless an
         unchanged source was exported with the same options before. ``export``: ``split``,
-        ``split_key``, ``shards``, ``records_per_shard``, ``compression``, ``exact_columns`` as
-        in ``tfhadoop export``. Raises :class:`TrainingFailed` when the job fails."""
+        ``split_key``, ``shards``, ``records_per_shard``, ``compression``, ``exact_columns``, ``pad``
+        ({column: value}) as in ``tfhadoop export``. Raises :class:`TrainingFailed` when the job fails."""
         from tfhadoop import hadoop
 
         out = out or sys.stdout
