@@ -17,6 +17,9 @@ depend on the choice: a dense ``Input`` gets either form densified, a sparse one
 ``tf.SparseTensor`` of its width (``tfhadoop.trainer.feeding``); the choice is what is stored and
 parsed.
 
+Scoring (``tfhadoop.spark.predict``) feeds a sparse model input from a vector column the same
+way: each row's own indices and values (:func:`pair`, :func:`sparse_tensor`), never densified.
+
 The vector's own indices and values are read through the UDT's JSON form (what ``to_json``
 writes: ``type`` 0 sparse, 1 dense), so nothing is densified and no Python runs per row.
 """
@@ -59,18 +62,46 @@ def sparse_vectors_as_pairs(df: DataFrame) -> tuple[Any, dict[str, int]]:
              if row[f"s{i}"] and 2 * (row[f"set{i}"] or 0) < (row[f"all{i}"] or 0)}
     if not sizes:
         return df, {}
-    columns = []
-    for field in df.schema.fields:
-        if field.name not in sizes:
-            columns.append(F.col(f"`{field.name}`"))
-            continue
-        v = _parsed(field.name)
-        n = F.size(v["values"])
-        dense_indices = F.when(n > 0, F.sequence(F.lit(0), n - 1)).otherwise(F.array().cast("array<int>"))
-        indices = F.when(v["type"] == 0, v["indices"]).otherwise(dense_indices)
-        pair = F.struct(indices.cast("array<bigint>").alias(INDICES), v["values"].cast("array<float>").alias(VALUES))
-        columns.append(F.when(F.col(f"`{field.name}`").isNotNull(), pair).alias(field.name))
+    columns = [pair(f.name) if f.name in sizes else F.col(f"`{f.name}`") for f in df.schema.fields]
     return df.select(*columns), sizes
+
+
+def pair(name: str):
+    """Vector column ``name`` as ``struct<indices: array<bigint>, values: array<float>>`` (null
+    where the vector is): what the export writes and what scoring feeds a sparse input from."""
+    from pyspark.sql import functions as F
+
+    v = _parsed(name)
+    n = F.size(v["values"])
+    dense_indices = F.when(n > 0, F.sequence(F.lit(0), n - 1)).otherwise(F.array().cast("array<int>"))
+    indices = F.when(v["type"] == 0, v["indices"]).otherwise(dense_indices)
+    both = F.struct(indices.cast("array<bigint>").alias(INDICES), v["values"].cast("array<float>").alias(VALUES))
+    return F.when(F.col(f"`{name}`").isNotNull(), both).alias(name)
+
+
+def sparse_tensor(tf, arr, column: str, width: int | None, dtype: str = "float32"):
+    """A batch of :func:`pair` rows (an Arrow struct array without nulls) as the
+    ``tf.SparseTensor`` of dense shape ``[rows, width]`` a sparse model input takes (an input of
+    open width: the batch's largest index + 1); an index at or past ``width`` (a vector larger than
+    the input) is an error naming the column."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    children = dict(zip([f.name for f in arr.type], arr.flatten()))  # flatten: the batch's slice of each field
+    indices, values = children[INDICES], children[VALUES]
+    lengths = pc.call_function("list_value_length", [indices]).to_numpy(zero_copy_only=False).astype(np.int64)
+    cols = indices.flatten().to_numpy(zero_copy_only=False).astype(np.int64)
+    if width is None:
+        width = int(cols.max()) + 1 if len(cols) else 0
+    if len(cols) and int(cols.max()) >= width:
+        raise ValueError(f"column {column!r} holds a vector with index {int(cols.max())} but the model input takes "
+                         f"{width} values")
+    rows = np.repeat(np.arange(len(arr), dtype=np.int64), lengths)
+    flat = values.flatten().to_numpy(zero_copy_only=False).astype(dtype)
+    return tf.sparse.reorder(tf.SparseTensor(np.stack([rows, cols], axis=1).reshape(-1, 2), flat, [len(arr), width]))
 
 
 def sparse_entries(spec: dict, sizes: dict[str, int]) -> dict:

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 
 from tfhadoop.errors import CommandError
 from tfhadoop.spark import serving
+from tfhadoop.spark.export_vectors import pair, sparse_tensor
 
 log = logging.getLogger(__name__)
 
@@ -144,8 +145,8 @@ def plan_feeds(schema, inputs: dict, where: str) -> tuple[list[Feed], dict]:
                               "ragged"))
             continue
         elem, width = t, None
-        if is_vector(t):
-            vectors[name] = "vector"
+        if is_vector(t):  # a sparse input gets each row's indices and values (export_vectors.pair)
+            vectors[name] = "sparse" if kind == "sparse" else "vector"
             elem = DoubleType()
         elif isinstance(t, ArrayType):
             elem = t.elementType
@@ -257,6 +258,8 @@ def _tensor(tf, values, feed: Feed):
     if feed.kind == "ragged":
         flat, lengths = values
         return tf.RaggedTensor.from_row_lengths(tf.constant(flat), tf.constant(lengths, tf.int64))
+    if feed.kind == "sparse" and not hasattr(values, "shape"):  # a vector column's pairs
+        return sparse_tensor(tf, values, feed.column, feed.width, feed.dtype)
     if feed.kind == "sparse":
         return tf.sparse.from_dense(tf.constant(values))
     return tf.constant(values)
@@ -275,6 +278,8 @@ def _column_array(arr, feed: Feed):
         raise ValueError(f"column {feed.column!r} has {arr.null_count} null values in a batch; "
                          f"the model input {feed.name!r} needs a value in every row (filter or fill them first)")
     n = len(arr)
+    if pa.types.is_struct(arr.type):  # an ML vector's indices and values, for a sparse input
+        return arr
     if feed.width is None and feed.kind != "ragged":
         values = arr.to_numpy(zero_copy_only=False)
         return values.astype(feed.dtype, copy=False).reshape((n, *feed.shape))
@@ -373,7 +378,6 @@ class Scorer:
 
     def transform(self, df, prediction_col: str = "prediction", where: str = "the DataFrame"):
         """``df`` with one column per model output; checked on the driver before any task runs."""
-        from pyspark.ml.functions import vector_to_array
         from pyspark.sql import functions as F
         from pyspark.sql.types import StructField, StructType
 
@@ -385,7 +389,7 @@ class Scorer:
 
         if not has_arrow_udf():
             return self._map_in_arrow(df, feeds, vectors, outputs)
-        args = [vector_to_array(col(f.column)) if f.column in vectors else col(f.column) for f in feeds]
+        args = [self._vector(f.column, vectors[f.column]) if f.column in vectors else col(f.column) for f in feeds]
         if len(outputs) == 1:
             udf = _scoring_udf(self.key, self.payload, self.model_loads, feeds, outputs, _spark_type(outputs[0]))
             return df.withColumn(outputs[0].column, udf(*args))
@@ -397,13 +401,11 @@ class Scorer:
                                                               for o in outputs])
 
     def _map_in_arrow(self, df, feeds, vectors, outputs):
-        from pyspark.ml.functions import vector_to_array
         from pyspark.sql import functions as F
         from pyspark.sql.types import StructField, StructType
 
-        if vectors:  # ML vectors as float arrays, so the executors read plain Arrow lists
-            df = df.select(*[vector_to_array(F.col(f"`{c}`")).alias(c) if c in vectors else F.col(f"`{c}`")
-                             for c in df.columns])
+        if vectors:  # ML vectors as float arrays or index/value pairs: plain Arrow for the executors
+            df = df.select(*[self._vector(c, vectors[c]) if c in vectors else F.col(f"`{c}`") for c in df.columns])
         schema = StructType(list(df.schema.fields) + [StructField(o.column, _spark_type(o), nullable=False)
                                                       for o in outputs])
         key, payload, loads = self.key, self.payload, self.model_loads
@@ -412,6 +414,17 @@ class Scorer:
             return append_scores(batches, key, payload, loads, feeds, outputs)
 
         return df.mapInArrow(fn, schema)
+
+    @staticmethod
+    def _vector(column: str, how: str):
+        """Vector column ``column`` as the executors read it: its values, or for a sparse input
+        each row's indices and values (never densified)."""
+        from pyspark.ml.functions import vector_to_array
+        from pyspark.sql import functions as F
+
+        if how == "sparse":
+            return pair(column)
+        return vector_to_array(F.col("`" + column.replace("`", "``") + "`")).alias(column)
 
     def close(self) -> None:
         shutil.rmtree(self.local, ignore_errors=True)
