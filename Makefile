@@ -14,7 +14,7 @@ help:
 	@echo "make demo-secure the same on the Kerberized embedded cluster (cluster up --secure)"
 	@echo "make test        JVM and native unit tests + the whole Python suite against the embedded cluster"
 	@echo "make test-fast   the suite without tests marked slow"
-	@echo "make setup       venvs (.venv: pyspark 4.3 + TF; .venv35: pyspark 3.5), jars/, Hadoop artifacts"
+	@echo "make setup       venvs (.venv: pyspark 4.3 + TF; .venv35: pyspark 3.5; .venv-mlflow: a test MLflow server), jars/, Hadoop artifacts"
 	@echo "make lint        ruff and Pyright over every Python file (part of make test)"
 	@echo "make bench       the headline benchmarks (the current figures of BENCHMARKS.md), <= 20 min on 2 cores"
 	@echo "make bench-all   the headline benchmarks and all the others (hours: trainer, chaos, scaling)"
@@ -42,7 +42,7 @@ $(PYRIGHT): | $(VENV)/.ok
 	@command -v npm >/dev/null || { echo "make lint needs npm (apt-get install nodejs npm)" >&2; exit 1; }
 	npm install --silent --no-audit --no-fund --prefix .tools/pyright pyright@$(PYRIGHT_VERSION)
 
-venv: $(VENV)/.ok .venv35/.ok
+venv: $(VENV)/.ok .venv35/.ok .venv-mlflow/.ok
 
 $(VENV)/.ok: setup.py requirements.lock tools/bootstrap-python
 	tools/bootstrap-python $(VENV) requirements.lock --editable
@@ -51,6 +51,12 @@ $(VENV)/.ok: setup.py requirements.lock tools/bootstrap-python
 # pyspark 3.5 only: the same tfhadoop jar is tested on Spark 3.5 and Spark 4.x.
 .venv35/.ok: requirements-spark35.lock tools/bootstrap-python | $(VENV)/.ok
 	tools/bootstrap-python .venv35 requirements-spark35.lock
+	@touch $@
+
+# An MLflow tracking server for the tests of --mlflow-tracking-uri (tests/trainer/test_mlflow.py), in
+# its own venv: the server package (mlflow, not mlflow-skinny) pins pyarrow<26, .venv has pyarrow 26.
+.venv-mlflow/.ok: requirements-mlflow-server.lock tools/bootstrap-python | $(VENV)/.ok
+	tools/bootstrap-python .venv-mlflow requirements-mlflow-server.lock
 	@touch $@
 
 jars: jars/.ok
@@ -78,13 +84,14 @@ test-native:
 # tests on the session's embedded cluster and the rest (unit tests, clusters of their own). On
 # this 2-core host that was slower: the CPU was 90 % busy and the session stream took 53 min of a
 # 60-min fresh-clone run, against ~42 min for the whole suite in one process (2026-11-27).
-# pytest exits 5 when it collected nothing: that is a broken suite, not a pass.
+# pytest exits 5 when it collected nothing: that is a broken suite, not a pass. Every test's
+# duration lands in build/test-results/pytest.xml (JUnit XML): where CI time goes, test by test.
 TEST_STREAMS ?= 0
 test-python: setup
 ifeq ($(TEST_STREAMS),1)
 	@PY=$(PY) tools/test-streams $(PYTEST_ARGS)
 else
-	@$(PY) -m pytest --durations=25 $(PYTEST_ARGS); rc=$$?; \
+	@$(PY) -m pytest --durations=25 --junitxml=build/test-results/pytest.xml $(PYTEST_ARGS); rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing the suite" >&2; exit 1; fi; exit $$rc
 endif
 

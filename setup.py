@@ -67,6 +67,10 @@ setup(
         # `tfhadoop tensorboard`: TensorFlow 2.21 no longer pulls TensorBoard in, and the trainer's
         # containers write event files without it (trainer/summaries.py).
         "tensorboard": ["tensorboard==2.21.0"],
+        # GPU figures per container (trainer/nvml.py): optional, without it a sample has none.
+        "gpu": ["nvidia-ml-py>=12"],
+        # --mlflow-tracking-uri: the client only (the REST API); the tracking server is the team's own.
+        "mlflow": ["mlflow-skinny>=3"],
     },
     entry_points={"console_scripts": ["tfhadoop = tfhadoop.cli:main"]},
 )

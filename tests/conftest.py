@@ -50,6 +50,37 @@ def hadoop_cluster(tmp_path_factory):
             shutil.rmtree(state, ignore_errors=True)
 
 
+@pytest.fixture(autouse=True)
+def no_training_job_left_running(request):
+    """After each test on the session cluster: a training job it left running (a failed wait whose
+    job trains endless epochs until `tfhadoop stop`) is killed, so it cannot hold the containers
+    that later tests size themselves to; the test that left it is named."""
+    yield
+    if "hadoop_cluster" not in request.fixturenames:
+        return
+    import json
+    import urllib.request
+
+    conf = request.getfixturevalue("hadoop_cluster").conf
+    url = conf.rm_webapp_url + "/ws/v1/cluster/apps?states=NEW,NEW_SAVING,SUBMITTED,ACCEPTED,RUNNING"
+    try:
+        with urllib.request.urlopen(url, timeout=10) as r:
+            apps = (json.load(r).get("apps") or {}).get("app", [])
+    except OSError:
+        return  # the ResourceManager is not reachable: nothing to clean up through it
+    left = [a["id"] for a in apps if a.get("name") == "tfhadoop-train"]
+    if left:
+        import skein
+
+        with skein.Client(log=False) as client:
+            for app in left:
+                try:
+                    client.kill_application(app)
+                except Exception:  # noqa: BLE001 - it may have ended meanwhile
+                    pass
+        print(f"{request.node.nodeid} left training job(s) running: killed {', '.join(left)}")
+
+
 @pytest.fixture(scope="session")
 def spark(hadoop_cluster):
     """One SparkSession (local[2], Hive support, tfhadoop jar if built) on the test cluster."""

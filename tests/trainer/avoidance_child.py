@@ -51,7 +51,11 @@ def main() -> int:
     coordinator.join()
     result = {"installed": avoidance.installed, "during": {str(k): n for k, n in during.items()},
               "report": avoidance.report(), "value": int(v.read_value()),
-              "fetched": sum(int(r.fetch()) for r in first + second)}
+              "fetched": sum(int(r.fetch()) for r in first + second),
+              # the worker each closure ran on, as the per-worker throughput reads it
+              "ran_on_first": sorted({avoidance.worker_of(r) for r in first}, key=str),
+              "ran_on_second": sorted({avoidance.worker_of(r) for r in second}, key=str),
+              "left": len(avoidance.taken)}
     print("RESULT " + json.dumps(result), flush=True)
     del servers
     sys.stdout.flush()

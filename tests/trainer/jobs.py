@@ -184,12 +184,19 @@ def event_seen(run, kind: str, count: int = 1):
     return check
 
 
+_SKEIN: list = []  # one Skein client for the session's polls: each new one starts a driver JVM
+
+
 def kv(app: str, key: str):
     """The JSON value of ``key`` in a running job's key-value store (None when absent)."""
+    import atexit
+
     import skein
 
-    with skein.Client() as client:
-        raw = client.connect(app, wait=False).kv.get(key)
+    if not _SKEIN:
+        _SKEIN.append(skein.Client(log=False))
+        atexit.register(_SKEIN[0].close)
+    raw = _SKEIN[0].connect(app, wait=False).kv.get(key)
     return json.loads(raw.decode()) if raw else None
 
 

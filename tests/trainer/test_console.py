@@ -89,7 +89,7 @@ def test_plots_have_axes_ticks_units_epochs_and_the_eval_point():
     assert ticks == ["0", "0.5", "1", "1.5", "2"], ticks  # 0.22..2.0 and the eval point 0.3
     assert [t.split(">")[1].split("<")[0] for t in svg.split('class="xtick"')[1:]] == ["0:00", "0:20", "0:40", "1:00", "1:20"]
     assert svg.count('class="epoch"') == 2 and "epoch 1" in svg and "epoch 2" in svg
-    assert svg.count('class="mark"') == 1 and 'class="final"' in svg and "eval loss 0.3" in svg
+    assert svg.count('class="mark container_lost"') == 1 and 'class="final"' in svg and "eval loss 0.3" in svg
     assert ">loss</text>" in svg and "time since the first sample (m:ss)" in svg
 
 

@@ -36,7 +36,7 @@ def test_every_field_has_help_and_exactly_one_flag():
     for f in FIELDS:
         assert f.metadata.get("help"), f"JobSpec.{f.name} has no help"
         action = by_dest.pop(f.name)
-        want = flag(("no_" if isinstance(default_of(f), bool) else "") + f.name)
+        want = flag(("no_" if default_of(f) is True else "") + f.name)  # on by default: --no-x; off: --x
         assert action.option_strings == [want]
         assert f.metadata["help"] in action.help
     leftover = {d for d, a in by_dest.items() if a.help != argparse.SUPPRESS}

@@ -141,3 +141,9 @@ def test_errors_are_one_line(hadoop_cluster, written):
         proc = tfhadoop("tensorboard", *argv)
         assert proc.returncode == 1 and not proc.stdout, proc.stdout + proc.stderr[-3000:]
         assert len(proc.stderr.strip().splitlines()) == 1 and proc.stderr.startswith(message), proc.stderr[-3000:]
+
+
+def test_a_wildcard_address_is_named_by_the_public_host(tmp_path):
+    """The --tensorboard container binds every interface and names itself by its node (NM_HOST)."""
+    url = cli.start(str(tmp_path), "0.0.0.0", 0, public_host="node7.example.com")
+    assert url.startswith("http://node7.example.com:") and not url.startswith("http://node7.example.com:0/"), url

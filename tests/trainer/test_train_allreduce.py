@@ -42,7 +42,8 @@ def _train(hadoop_cluster, dataset, extra=(), timeout: float = 600, background: 
 
 
 def test_two_workers_allreduce_train_export_and_predict(hadoop_cluster, dataset, tmp_path):
-    run, proc = _train(hadoop_cluster, dataset, extra=["--workers", "2", "--epochs", "2", "--worker-gpus", "1"])
+    run, proc = _train(hadoop_cluster, dataset, extra=["--workers", "2", "--epochs", "2", "--worker-gpus", "1",
+                                                       "--eval-every-epochs", "1"])
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-4000:]
     print(proc.stdout)
@@ -50,6 +51,10 @@ def test_two_workers_allreduce_train_export_and_predict(hadoop_cluster, dataset,
     metrics = jobs.metrics(run)
     assert metrics["strategy"] == "allreduce" and metrics["workers"] == 2
     assert [e["examples"] for e in metrics["epochs"]] == [2400, 2400]  # exactly once per epoch
+    # --eval-every-epochs 1: the chief evaluated after epoch 0; after the last, the final evaluation
+    assert metrics["epochs"][0]["eval"]["loss"] > 0 and "eval" not in metrics["epochs"][1], metrics["epochs"]
+    by = [json.loads(s).get("examples_per_s_by") or {} for s in jobs.samples(run)]
+    assert any({"rank/0", "rank/1"} <= set(b) for b in by), by  # each member's throughput
     # 2400 records in tasks of 300 = 8 tasks, 4 rounds of 2 workers, 10 steps of 32 per round.
     assert metrics["steps"] == 2 * 4 * 10
     assert metrics["input"] == {"train_shards": 4, "indexed_shards": 4}  # every task starts at a byte offset

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from tests.trainer import jobs
+from tests.trainer.browser import finished_job_page
 from tests.trainer.lost_node import EXTRA_HOST, job_on_an_extra_node
 from tests.trainer.preemption import hold_containers
 from tests.waiting import wait_for
@@ -54,7 +55,7 @@ def _wait_training_in_epoch_1(hadoop_cluster, run, proc, kv) -> None:
 
 def _train_and_stop(hadoop_cluster, dataset, role_key: str, workers: int, epochs: int, hang_timeout: int,
                     observe: Callable[[Any, str], Any] | None = None,
-                    until: Callable[[str], Callable[[], bool]] | None = None
+                    until: Callable[[str], Callable[[], bool]] | None = None, extra: tuple = ()
                     ) -> tuple[str, subprocess.Popen[str], dict, float, str, str, Any]:
     """``tfhadoop train`` with ``--hang-timeout``; in the second epoch the process that
     ``role_key`` (``up/<role>/<slot>``, or ``coordinator``, in the key-value store) names is
@@ -65,7 +66,8 @@ def _train_and_stop(hadoop_cluster, dataset, role_key: str, workers: int, epochs
     import skein
 
     run, proc = jobs.train(hadoop_cluster, dataset, background=True,
-                           extra=["--workers", str(workers), "--epochs", str(epochs), "--hang-timeout", str(hang_timeout)])
+                           extra=["--workers", str(workers), "--epochs", str(epochs), "--hang-timeout", str(hang_timeout),
+                                  *extra])
     stopped = None
     try:
         app_id = jobs.app_id(proc)
@@ -91,12 +93,16 @@ def _train_and_stop(hadoop_cluster, dataset, role_key: str, workers: int, epochs
     return run, proc, up, t_stop, out, err, observed
 
 
-def test_hung_worker_is_killed_and_replaced(hadoop_cluster, dataset):
+def test_hung_worker_is_killed_and_replaced(hadoop_cluster, dataset, tmp_path):
+    """... and the finished job's page in Chromium (issue 31 §4) draws the eval loss of every epoch
+    (``--eval-every-epochs 1``) against the train loss, the loss and the replacement as marks, and
+    each worker's throughput."""
     # endless epochs, stopped two epochs after the replacement serves (5 epochs once ended before it did)
     hang_timeout = 8
     run, proc, up, t_stop, out, err, _ = _train_and_stop(
         hadoop_cluster, dataset, "up/worker/1", 2, jobs.ENDLESS, hang_timeout,
-        until=lambda run: jobs.epochs_after(run, jobs.event_seen(run, "replacement_up")))
+        until=lambda run: jobs.epochs_after(run, jobs.event_seen(run, "replacement_up")),
+        extra=("--eval-every-epochs", "1"))
     assert proc.returncode == 0, (out + err)[-4000:]
     events = jobs.events(run)
     kinds = [e["event"] for e in events]
@@ -111,6 +117,14 @@ def test_hung_worker_is_killed_and_replaced(hadoop_cluster, dataset):
     assert after[:3] == ["hang_detected", "container_lost", "replacement_requested"], after
     assert "replacement_up" in after and "coordinator_failed" not in kinds
     jobs.assert_stopped(jobs.metrics(run), 4)  # exactly once per epoch
+    history = jobs.metrics(run)["epochs"]
+    assert all("loss" in h.get("eval", {}) for h in history[:-1]) and "eval" not in history[-1], history  # the last: final eval
+    dom = finished_job_page(jobs.metrics(run)["app"], tmp_path, "hung-worker-finished")
+    (curve,) = [g.split("</g>")[0] for g in dom.split("<g ")[1:] if 'data-label="eval loss (per epoch)"' in g]
+    assert curve.count("<circle") == len(history) - 1, curve
+    loss_plot = dom.split('class="loss"')[1].split("</svg>")[0]
+    assert 'class="mark container_lost"' in loss_plot and 'class="mark replacement_up"' in loss_plot, loss_plot
+    assert 'data-label="worker/0"' in dom and 'data-label="worker/1"' in dom, dom[-3000:]
     up_again = next(e for e in events if e["event"] == "replacement_up")
     print(f"worker stopped -> hang detected {detected_after:.1f} s -> replacement serving "
           f"{up_again['time'] - t_stop:.1f} s")
@@ -384,9 +398,13 @@ def test_every_worker_preempted_at_once_the_job_waits_then_trains_on(hadoop_clus
             urgent.shutdown()
             urgent = None
             t_back = time.time()
-        def both_back() -> bool:  # serving, and rejoined (unless one moved: then the coordinator restarts)
-            served, moved = jobs.event_seen(run, "replacement_up", 2)(), jobs.event_seen(run, "worker_moved")()
-            return served and (moved or {r["slot"] for r in jobs.kv(app_id, protocol.KV_REJOINS) or []} == {0, 1})
+        def both_back() -> bool:
+            """Both serve, and both rejoined the coordinator, or it restarted (a moved worker; a hang,
+            which the assertions below then name)."""
+            if not jobs.event_seen(run, "replacement_up", 2)():
+                return False
+            return jobs.event_seen(run, "coordinator_started", 2)() or \
+                {r["slot"] for r in jobs.kv(app_id, protocol.KV_REJOINS) or []} == {0, 1}
 
         jobs.stop_when(hadoop_cluster, run, proc, app_id, jobs.epochs_after(run, both_back),
                        "two epochs after both replacements are back")

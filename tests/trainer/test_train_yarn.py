@@ -14,9 +14,8 @@ import pytest
 from tests import tensorboard_http
 from tests.trainer import jobs
 from tests.trainer import trainer_test_models as models
+from tests.trainer.browser import chromium
 from tests.trainer.preemption import hold_containers, preempt_a_worker, rejoined, start_preemptible_job
-
-ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
@@ -110,7 +109,7 @@ def test_preempted_worker_is_replaced_and_rejoins_without_restart(hadoop_cluster
     print("worker lost -> rejoined:", round(rejoins[0]["time"] - lost[0]["time"], 1), "s")
 
 
-def test_killed_parameter_server_resumes_from_checkpoint(hadoop_cluster, dataset):
+def test_killed_parameter_server_resumes_from_checkpoint(hadoop_cluster, dataset, tmp_path):
     import skein
 
     run, proc = jobs.train(hadoop_cluster, dataset, background=True,
@@ -137,9 +136,18 @@ def test_killed_parameter_server_resumes_from_checkpoint(hadoop_cluster, dataset
     lost = [e for e in events if e["event"] == "container_lost"]
     assert [e["role"] for e in lost] == ["ps"], lost
     assert "replacement_up" in kinds and kinds.count("coordinator_started") >= 2
-    jobs.assert_stopped(jobs.metrics(run), 4)
+    metrics = jobs.metrics(run)
+    jobs.assert_stopped(metrics, 4)
     restarted = [e for e in events if e["event"] == "coordinator_started"][-1]
     print("PS lost -> coordinator restarted:", round(restarted["time"] - lost[0]["time"], 1), "s")
+    # TensorBoard across the restart (issue 31 §1): the new coordinator's scalars go on at the job's
+    # global step, restored with the checkpoint, not from 0: each epoch's loss at that epoch's step
+    # (one may be missing: written after a checkpoint by a coordinator that died before flushing it).
+    scalars = tensorboard_scalars(f"{run}/ckpt/tensorboard", tmp_path / "tb")
+    epoch_steps = [e["steps"] for e in metrics["epochs"]]
+    logged = sorted({step for step, _ in scalars["train"]["epoch_loss"]})
+    assert set(logged) <= set(epoch_steps) and len(logged) >= len(epoch_steps) - 1, (logged, epoch_steps)
+    assert logged[-1] == metrics["steps"] and scalars["eval"]["loss"][-1][0] == metrics["steps"], scalars["eval"]
 
 
 def test_starts_with_min_workers_then_scales_up(hadoop_cluster, dataset):
@@ -179,28 +187,6 @@ def test_starts_with_min_workers_then_scales_up(hadoop_cluster, dataset):
     assert [e["examples"] for e in jobs.metrics(run)["epochs"]] == [2400] * epochs
 
 
-def chromium(url: str, tmp_path, name: str) -> str:
-    """Load ``url`` in headless Chromium (the Debian package, installed by tools/ensure-chromium if
-    missing): returns the DOM and saves a screenshot as ``<tmp_path>/<name>.png``."""
-    browser = subprocess.run([str(ROOT / "tools" / "ensure-chromium")], capture_output=True, text=True,
-                             timeout=600)
-    assert browser.returncode == 0, browser.stderr[-2000:]
-    flags = [browser.stdout.strip().splitlines()[-1], "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-             "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             "--window-size=1280,1800"]
-    dom = subprocess.run([*flags, f"--user-data-dir={tmp_path / (name + '-profile-dom')}", "--dump-dom", url],
-                         capture_output=True, text=True, timeout=120)
-    shot = tmp_path / f"{name}.png"
-    subprocess.run([*flags, f"--user-data-dir={tmp_path / (name + '-profile-shot')}", f"--screenshot={shot}", url],
-                   capture_output=True, text=True, timeout=120)
-    assert shot.exists() and shot.stat().st_size > 10_000, f"no screenshot of {url}"
-    kept = ROOT / "build" / "test-artifacts" / shot.name  # outlives pytest's tmp dirs
-    kept.parent.mkdir(parents=True, exist_ok=True)
-    kept.write_bytes(shot.read_bytes())
-    print(f"screenshot of {url}: {kept}")
-    return dom.stdout
-
-
 def test_unsplit_dataset_status_follow_kill_and_jobs(hadoop_cluster, tmp_path):
     """A dataset exported without --split, named in the README's hdfs:///path form: the job trains
     on every record (one notice says there is no eval split); status/follow/kill/jobs of the
@@ -229,6 +215,7 @@ def test_unsplit_dataset_status_follow_kill_and_jobs(hadoop_cluster, tmp_path):
     dom = chromium(page, tmp_path, "live-job-page")
     assert app_id in dom and "RUNNING" in dom and "cluster_up" in dom, dom[-3000:]
     assert 'class="loss"' in dom and 'class="workers_alive"' in dom and "<polyline" in dom, dom[-3000:]
+    assert 'data-label="worker/0"' in dom, dom[-3000:]  # the throughput of each worker, as the coordinator saw it
     listed = subprocess.run([*tfh, "jobs"], capture_output=True, text=True, timeout=120)
     assert any(line.startswith(app_id) and "RUNNING" in line for line in listed.stdout.splitlines()), listed.stdout
     killed = subprocess.run([*tfh, "kill", app_id], capture_output=True, text=True, timeout=120)

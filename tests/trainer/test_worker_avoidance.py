@@ -173,5 +173,7 @@ def test_tensorflow_cluster_coordinator_is_steered():
     (period,) = r["report"]["avoided"]
     assert period["task"] == 1 and period["dispatched"] == 0
     assert sum(r["report"]["dispatched"].values()) == 80
+    # which worker ran each closure (the per-worker throughput): worker 0 alone while 1 was avoided
+    assert r["ran_on_first"] == [0] and set(r["ran_on_second"]) <= {0, 1} and r["left"] == 0, r
 
 

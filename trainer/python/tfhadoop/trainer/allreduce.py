@@ -76,7 +76,19 @@ def train(job: JobSettings, gen: int, rank: int, workers: int, work: str, app=No
     from tfhadoop.trainer.step import COMPRESSION, model_parse_fn, records_from, train_step_fn, without_rewrites
     from tfhadoop.trainer.summaries import Summaries
     from tfhadoop.trainer.tasks import EpochLedger, plan_epoch
-    from tfhadoop.trainer.training_common import Progress, build_model, input_report, load_model_fn, training_done
+    from tfhadoop.trainer.training_common import (
+        Progress,
+        build_model,
+        epoch_end,
+        eval_due,
+        evaluate,
+        input_report,
+        last_eval,
+        load_model_fn,
+        per_second,
+        plain_copy,
+        training_done,
+    )
 
     tfhadoop.tfhdfs.ride_out_outages()  # a NameNode restart stalls this ring's reads, not fails them
     chief = rank == 0
@@ -161,7 +173,7 @@ def train(job: JobSettings, gen: int, rank: int, workers: int, work: str, app=No
     if note:  # said once, by the chief: the job still trains, each task skipping from its shard's start
         print(note, flush=True)
     t_start, first_step_at = time.monotonic(), None
-    window = {"n": 0, "loss": 0.0, "t": time.monotonic()}
+    window = {"n": 0, "loss": 0.0, "t": time.monotonic(), "by": {}}  # "by": examples per rank
 
     def report(epoch, ledger):
         now = time.monotonic()
@@ -169,10 +181,12 @@ def train(job: JobSettings, gen: int, rank: int, workers: int, work: str, app=No
         progress.put(protocol.KV_PROGRESS, {"epoch": epoch, "examples": ledger.examples, "expected": expected,
                                             "steps": state["steps"], "examples_per_s": round(rate, 1),
                                             "loss": round(loss, 6), "time": time.time(), "gen": gen,
-                                            "restored_steps": restored_steps, "restored_from": restored_from})
+                                            "restored_steps": restored_steps, "restored_from": restored_from,
+                                            **last_eval(state),
+                                            "examples_per_s_by": per_second(window["by"], now - window["t"])})
         if summaries:
             summaries.scalars("train", state["steps"], {"loss": loss, "examples_per_second": rate, "workers": workers})
-        window.update(n=0, loss=0.0, t=now)
+        window.update(n=0, loss=0.0, t=now, by={})
 
     finishing = False
     while not training_done(state, epochs, max_steps):
@@ -180,7 +194,7 @@ def train(job: JobSettings, gen: int, rank: int, workers: int, work: str, app=No
         tasks = plan_epoch(manifest, job.train_split, job.task_records, epoch=epoch, seed=job.seed,
                            indexes=indexes)
         ledger = EpochLedger.from_json(state["ledger"]) if state["ledger"] else EpochLedger(epoch, expected)
-        window.update(n=0, loss=0.0, t=time.monotonic())
+        window.update(n=0, loss=0.0, t=time.monotonic(), by={})
         for mine in plan_rounds(ledger.remaining(tasks), workers):
             if max_steps:
                 mine = cut_round(mine, max_steps - state["steps"], batch_size)
@@ -193,11 +207,12 @@ def train(job: JobSettings, gen: int, rank: int, workers: int, work: str, app=No
             touch(beat)
             if first_step_at is None:
                 first_step_at = time.monotonic()
-            for task, row in zip(mine, rows):
+            for i, (task, row) in enumerate(zip(mine, rows)):
                 if task is not None:
                     ledger.record(task, int(row[0]))  # refuses a short count or a second completion
                 window["n"] += int(row[0])
                 window["loss"] += float(row[1])
+                window["by"][f"rank/{i}"] = window["by"].get(f"rank/{i}", 0) + int(row[0])
             state["steps"] += round_steps(mine, batch_size)
             state["loss_sum"] = state.get("loss_sum", 0.0) + float(rows[:, 1].sum())
             state["ledger"] = ledger.to_json()
@@ -218,14 +233,16 @@ def train(job: JobSettings, gen: int, rank: int, workers: int, work: str, app=No
             report(epoch, ledger)
         entry = {"epoch": epoch, "examples": ledger.examples, "expected": expected,
                  "mean_loss": state.pop("loss_sum", 0.0) / max(ledger.examples, 1), "steps": state["steps"]}
-        state["history"].append(entry)
-        if summaries:
-            summaries.scalars("train", state["steps"], {"epoch_loss": entry["mean_loss"]})
-        print(f"epoch {epoch}: {ledger.examples} examples (expected {expected}), step {state['steps']}", flush=True)
         state["epoch"], state["ledger"] = epoch + 1, None
         if finishing and not training_done(state, epochs, max_steps):
             state["stopped"] = {**(job_stop or {}), "after_epoch": epoch}
             print(f"gen {gen}: stop requested: training ends after epoch {epoch}", flush=True)
+        evaluation = None  # the chief's (the others wait in the next round meanwhile); not after the last epoch
+        if chief and eval_due(job, manifest, epoch, training_done(state, epochs, max_steps)):
+            evaluation = evaluate(plain_copy(build, model), manifest, job)
+            touch(beat)
+        epoch_end(state, entry, summaries, evaluation)
+        print(f"epoch {epoch}: {ledger.examples} examples (expected {expected}), step {state['steps']}", flush=True)
         save()
     if not chief:
         return None
@@ -282,26 +299,18 @@ def finish(job, build, model, manifest, state, summaries, ckpt_url, progress, ap
     """The chief's end: evaluate a plain copy of the model on the eval split, publish the
     SavedModel and ``metrics.json`` (the same outputs as the PS mode's coordinator; ``input_info``:
     its ``input``, see training_common.input_report)."""
-    import tensorflow as tf
-
     from tfhadoop.connectors import hdfs
-    from tfhadoop.connectors.dataset import shard_url
-    from tfhadoop.trainer.step import COMPRESSION, model_inputs, model_parse_fn
+    from tfhadoop.trainer.training_common import evaluate, plain_copy
 
-    plain = build()
-    plain.set_weights(model.get_weights())
+    plain = plain_copy(build, model)
     metrics = {"train_seconds": time.monotonic() - t_start,
                "first_step_s": (first_step_at - t_start) if first_step_at else None, "epochs": state["history"],
                "steps": state["steps"], "strategy": "allreduce", "workers": workers, "rejoins": [],
                "app": getattr(app, "id", None), "input": input_info, "stopped": state.get("stopped")}
-    split = job.eval_split
-    if split and manifest.split(split):
-        parse = model_parse_fn(plain, manifest.parse_spec, job.label, job.sample_weight)
-        files = [shard_url(manifest, s) for s in manifest.split(split)]
-        ds = tf.data.TFRecordDataset(files, compression_type=COMPRESSION[manifest.compression]).batch(256).map(parse)
-        ds = ds.map(lambda f, *y_and_weight: (model_inputs(plain, f), *y_and_weight))
-        metrics["eval"] = {k: float(v) for k, v in plain.evaluate(ds, verbose=0, return_dict=True).items()}
-        summaries.scalars("eval", state["steps"], metrics["eval"])
+    values = evaluate(plain, manifest, job)
+    if values is not None:
+        metrics["eval"] = values
+        summaries.scalars("eval", state["steps"], values)
         alive()  # progress: the supervisor's round timeout covers evaluation and export separately
     hdfs.publish(lambda staged: plain.save(staged, save_format="tf"), job.export_dir)
     summaries.close()

@@ -58,8 +58,9 @@ class Scheduler:
     ClusterCoordinator re-queues the closure of a lost worker on another one: its RemoteValue
     stays pending meanwhile and completes once, so each task is handed back once."""
 
-    def __init__(self, coordinator, fn, limit: int):  # fn: step.TaskFunction
+    def __init__(self, coordinator, fn, limit: int, worker_of=lambda remote: None):  # fn: step.TaskFunction
         self.coordinator, self.fn, self.limit = coordinator, fn, max(1, limit)
+        self.worker_of = worker_of  # a closure's RemoteValue -> the task index of the worker that ran it
         self.pending = []  # (tasks, RemoteValue), oldest first
 
     def full(self) -> bool:
@@ -73,8 +74,9 @@ class Scheduler:
         self.pending.append((list(group), self.fn.schedule(self.coordinator, group)))
 
     def completed(self, timeout: float = POLL_S) -> list:
-        """[(task, examples, loss_sum)] of the closures that finished, waiting at most ``timeout``
-        for the oldest when none has; a closure's error is raised here."""
+        """[(task, examples, loss_sum, worker)] of the closures that finished, waiting at most
+        ``timeout`` for the oldest when none has (``worker``: the task index of the worker that ran
+        it, None when not known); a closure's error is raised here."""
         if self.pending and not any(_finished(r) for _, r in self.pending):
             _wait_a_little(self.pending[0][1], timeout)
         done = [(g, r) for g, r in self.pending if _finished(r)]
@@ -86,7 +88,8 @@ class Scheduler:
             except Exception:
                 self.coordinator.done()  # a closure cancelled by another's error: raise that error
                 raise
-            out.extend((t, int(n), float(loss)) for t, n, loss in zip(group, ns, losses))
+            worker = self.worker_of(r)
+            out.extend((t, int(n), float(loss), worker) for t, n, loss in zip(group, ns, losses))
         return out
 
 
@@ -118,6 +121,7 @@ class WorkerAvoidance:
         self.dispatched: dict[int, int] = {}  # task -> closures its worker thread took
         self.periods: list[dict] = []
         self.turned_back = 0
+        self.taken: dict[int, int] = {}  # id(RemoteValue) -> task index of the worker that took its closure
         self.stamp = None  # the avoid file's (mtime, size, inode) last read
         self.changed = threading.Condition()
         if queue_class is None:
@@ -147,12 +151,26 @@ class WorkerAvoidance:
                     avoided = tag in self.avoided
                     if not avoided:
                         self.dispatched[tag] = self.dispatched.get(tag, 0) + 1
+                        self.note_taker(closure, tag)
                 if not avoided:
                     return closure
                 queue.put_back(closure)  # avoided while it waited for this one: another worker takes it
                 self.turned_back += 1
 
         queue_class.get = get
+
+    def note_taker(self, closure, tag: int) -> None:
+        """Which worker took ``closure`` (the last one: a lost worker's closure is taken again),
+        by its RemoteValue, for the per-worker throughput (``worker_of``)."""
+        ref = getattr(closure, "_output_remote_value_ref", None)
+        remote = ref() if callable(ref) else None
+        if remote is not None:
+            self.taken[id(remote)] = tag
+
+    def worker_of(self, remote) -> int | None:
+        """The task index of the worker that ran the closure of ``remote`` (a finished one), or None."""
+        with self.changed:
+            return self.taken.pop(id(remote), None)
 
     def uninstall(self) -> None:
         if self.installed and self.queue_class is not None:  # installed: there is one

@@ -189,6 +189,11 @@ def summary(state: dict, job: dict, app_id: str, log: str | None, out=None) -> i
         print(line, file=out)
     where = (f"checkpoints, events.jsonl, metrics.json and tensorboard/ in {job['checkpoint_dir']}\n"
              f"container logs: tfhadoop logs {app_id}" + (f"; client log: {log}" if log else ""))
+    for e in state.get("events") or []:  # --mlflow-tracking-uri: where the run is, or why it is not
+        if e.get("event") == protocol.EventKind.MLFLOW_LOGGED:
+            where += f"\nMLflow run {e.get('url')}"
+        elif e.get("event") == protocol.EventKind.MLFLOW_FAILED:
+            print(f"warning: the job was not logged to MLflow at {e.get('uri')}: {e.get('error')}", file=sys.stderr)
     if not ok:
         diag = (state.get("result") or {}).get("diagnostics") or state.get("diagnostics")
         print(f"training {state['final_status']} ({state['state']}): {diag}", file=sys.stderr)

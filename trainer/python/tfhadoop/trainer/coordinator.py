@@ -26,7 +26,19 @@ from tfhadoop.trainer.closures import (
     within_step_budget,
 )
 from tfhadoop.trainer.spec import JobSettings
-from tfhadoop.trainer.training_common import Progress, build_model, input_report, load_model_fn, training_done
+from tfhadoop.trainer.training_common import (
+    Progress,
+    build_model,
+    epoch_end,
+    eval_due,
+    evaluate,
+    input_report,
+    last_eval,
+    load_model_fn,
+    per_second,
+    plain_copy,
+    training_done,
+)
 
 CLUSTER_POLL_S = 0.2  # a started coordinator looks this often for the cluster spec the master writes
 REPORT_S = 1.0  # progress and TensorBoard scalars at most this often (and at every drain)
@@ -72,7 +84,7 @@ def run(job: JobSettings, cluster: dict, work: str, app=None, phases=None) -> di
     from tfhadoop.connectors.dataset import load_indexes, slow_path_note
     from tfhadoop.trainer.checkpoints import CheckpointPolicy, HdfsCheckpoints, variables_task
     from tfhadoop.trainer.phases import PhaseReporter
-    from tfhadoop.trainer.step import build_task_fn, model_parse_fn
+    from tfhadoop.trainer.step import build_task_fn
     from tfhadoop.trainer.summaries import Summaries
     from tfhadoop.trainer.tasks import EpochLedger, plan_epoch
 
@@ -133,20 +145,21 @@ def run(job: JobSettings, cluster: dict, work: str, app=None, phases=None) -> di
         return time.monotonic() - t0
 
     epochs, max_steps, batch_size = job.epochs, job.steps, job.batch_size
-    train_split, eval_split = job.train_split, job.eval_split
+    train_split = job.train_split
     expected = manifest.records(train_split)
     indexes = load_indexes(manifest, train_split)
     note = slow_path_note(manifest, indexes)
     if note:  # said once per coordinator: the job still trains, each task skipping from its shard's start
         print(note, flush=True)
-    scheduler = Scheduler(coordinator, task_fn, IN_FLIGHT_PER_WORKER * len(cluster["worker"]))
+    scheduler = Scheduler(coordinator, task_fn, IN_FLIGHT_PER_WORKER * len(cluster["worker"]), avoidance.worker_of)
     avoidance.refresh()
     early: list = []  # checkpoints the master asked for (YARN's preemption warnings), taken or not
     rate_from = (time.monotonic(), state["steps"])  # the steps per second since this coordinator began
     size = ClosureSize(job.steps_per_execution, len(cluster["worker"]))
     t_start = time.monotonic()
     first_step_at = None
-    window = {"n": 0, "loss": 0.0, "t": time.monotonic()}  # examples and loss since the last report
+    # examples and loss since the last report; "by": examples per worker slot
+    window = {"n": 0, "loss": 0.0, "t": time.monotonic(), "by": {}}
 
     def report(epoch: int, ledger) -> None:
         now = time.monotonic()
@@ -154,20 +167,21 @@ def run(job: JobSettings, cluster: dict, work: str, app=None, phases=None) -> di
         loss = window["loss"] / max(window["n"], 1)
         progress.put(protocol.KV_PROGRESS, {"epoch": epoch, "examples": ledger.examples, "expected": expected,
                                             "steps": state["steps"], "examples_per_s": round(rate, 1),
-                                            "loss": round(loss, 6), "time": time.time()})
+                                            "loss": round(loss, 6), "time": time.time(), **last_eval(state),
+                                            "examples_per_s_by": per_second(window["by"], now - window["t"])})
         summaries.scalars("train", state["steps"], {"loss": loss, "examples_per_second": rate,
                                                     "workers": len(cluster["worker"])})
-        window.update(n=0, loss=0.0, t=now)
+        window.update(n=0, loss=0.0, t=now, by={})
 
     def drain(epoch: int, ledger) -> None:
         """Schedule nothing more and collect what is in flight (bounded waits, see Scheduler)."""
         while scheduler.pending:
-            for t, n, loss in scheduler.completed():
-                account(t, n, loss, ledger)
+            for t, n, loss, worker in scheduler.completed():
+                account(t, n, loss, ledger, worker)
         if window["n"]:
             report(epoch, ledger)
 
-    def account(t, n: int, loss: float, ledger) -> None:
+    def account(t, n: int, loss: float, ledger, worker: int | None) -> None:
         nonlocal first_step_at
         phases.progress()
         ledger.record(t, n)
@@ -179,6 +193,9 @@ def run(job: JobSettings, cluster: dict, work: str, app=None, phases=None) -> di
         state["ledger"] = ledger.to_json()
         window["n"] += n
         window["loss"] += loss
+        if worker is not None:  # the master's slot of TF's task index
+            key = f"worker/{slots[worker] if worker < len(slots) else worker}"
+            window["by"][key] = window["by"].get(key, 0) + n
 
     phases.enter(protocol.PHASE_TRAINING)
     while not training_done(state, epochs, max_steps):
@@ -187,7 +204,7 @@ def run(job: JobSettings, cluster: dict, work: str, app=None, phases=None) -> di
                            indexes=indexes)
         ledger = EpochLedger.from_json(state["ledger"]) if state["ledger"] else EpochLedger(epoch, expected)
         queue = ledger.remaining(tasks)
-        window.update(n=0, loss=0.0, t=time.monotonic())
+        window.update(n=0, loss=0.0, t=time.monotonic(), by={})
         t_epoch, tail_from, saves_s = time.monotonic(), None, 0.0
         while queue or scheduler.pending:
             if not queue and tail_from is None:
@@ -234,8 +251,8 @@ def run(job: JobSettings, cluster: dict, work: str, app=None, phases=None) -> di
                 if not group:
                     break
                 scheduler.submit(group)
-            for t, n, loss in scheduler.completed():
-                account(t, n, loss, ledger)
+            for t, n, loss, worker in scheduler.completed():
+                account(t, n, loss, ledger, worker)
             if time.monotonic() - window["t"] >= REPORT_S and window["n"]:
                 report(epoch, ledger)
         tail_s = time.monotonic() - tail_from if tail_from else 0.0
@@ -243,14 +260,17 @@ def run(job: JobSettings, cluster: dict, work: str, app=None, phases=None) -> di
             report(epoch, ledger)
         entry = {"epoch": epoch, "examples": ledger.examples, "expected": expected,
                  "mean_loss": state.pop("loss_sum", 0.0) / max(ledger.examples, 1), "steps": state["steps"]}
-        state["history"].append(entry)
-        summaries.scalars("train", state["steps"], {"epoch_loss": entry["mean_loss"]})
-        print(f"epoch {epoch}: {ledger.examples} examples (expected {expected}), step {state['steps']}", flush=True)
         state["epoch"], state["ledger"] = epoch + 1, None
         stop = progress.stop_request()
         if stop and not training_done(state, epochs, max_steps):
             state["stopped"] = {**stop, "after_epoch": epoch}
             print(f"stop requested by {stop.get('user')}: training ends after epoch {epoch}", flush=True)
+        evaluation = None  # not after the last epoch: the final evaluation follows
+        if eval_due(job, manifest, epoch, training_done(state, epochs, max_steps)):
+            with phases.during(protocol.PHASE_EVALUATING):
+                evaluation = evaluate(plain_copy(build, model), manifest, job)
+        epoch_end(state, entry, summaries, evaluation)
+        print(f"epoch {epoch}: {ledger.examples} examples (expected {expected}), step {state['steps']}", flush=True)
         trained_s = time.monotonic() - t_epoch
         end_save_s = save()
         timing.append({"epoch": epoch, "seconds": round(trained_s + end_save_s, 3),
@@ -258,8 +278,7 @@ def run(job: JobSettings, cluster: dict, work: str, app=None, phases=None) -> di
                        "checkpoints_in_epoch_s": round(saves_s, 3), "end_checkpoint_s": round(end_save_s, 3)})
 
     # Final metrics and the export, from a plain (non-distributed) copy of the trained model.
-    plain = build()
-    plain.set_weights(model.get_weights())
+    plain = plain_copy(build, model)
     metrics = {"train_seconds": time.monotonic() - t_start,
                "first_step_s": (first_step_at - t_start) if first_step_at else None, "epochs": state["history"],
                "steps": state["steps"], "steps_per_execution": size.steps,
@@ -271,18 +290,11 @@ def run(job: JobSettings, cluster: dict, work: str, app=None, phases=None) -> di
     metrics["applied_steps"] = int(model.optimizer.iterations.numpy())
     metrics["redone_steps"] = metrics["applied_steps"] - state["steps"]
     metrics["preemption"] = {**avoidance.report(), "checkpoints": early}
-    if eval_split and manifest.split(eval_split):
-        phases.enter(protocol.PHASE_EVALUATING)
-        from tfhadoop.connectors.dataset import shard_url
-        from tfhadoop.trainer.step import COMPRESSION, model_inputs
-
-        parse = model_parse_fn(plain, manifest.parse_spec, job.label, job.sample_weight)
-        files = [shard_url(manifest, s) for s in manifest.split(eval_split)]
-        ds = tf.data.TFRecordDataset(files, compression_type=COMPRESSION[manifest.compression]).batch(256).map(parse)
-        ds = ds.map(lambda f, *y_and_weight: (model_inputs(plain, f), *y_and_weight))
-        values = plain.evaluate(ds, verbose=0, return_dict=True)
-        metrics["eval"] = {k: float(v) for k, v in values.items()}
-        summaries.scalars("eval", state["steps"], metrics["eval"])
+    phases.enter(protocol.PHASE_EVALUATING)
+    values = evaluate(plain, manifest, job)
+    if values is not None:
+        metrics["eval"] = values
+        summaries.scalars("eval", state["steps"], values)
     phases.enter(protocol.PHASE_EXPORTING)
     hdfs.publish(lambda staged: plain.save(staged, save_format="tf"), job.export_dir)
     summaries.close()

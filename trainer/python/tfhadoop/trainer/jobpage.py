@@ -62,10 +62,10 @@ def live_state(master) -> dict:
     app = master.app
     # the master's settings: a JobSettings, or the dict the masters read until they switch (issue 28)
     job = master.job if isinstance(master.job, dict) else dataclasses.asdict(master.job)
-    raw = app.kv.get(protocol.KV_PROGRESS)
+    raw, board = app.kv.get(protocol.KV_PROGRESS), app.kv.get(protocol.KV_TENSORBOARD)
     containers = []
     try:
-        for c in app.get_containers(services=["ps", "worker"]):
+        for c in app.get_containers():  # every service: naming one the spec lacks fails the call
             containers.append({"service": c.service_name, "id": c.id, "yarn": c.yarn_container_id,
                                "host": c.yarn_node_http_address, "state": str(c.state)})
     except Exception:  # noqa: BLE001 - shown without containers
@@ -73,7 +73,7 @@ def live_state(master) -> dict:
     return {"app": getattr(app, "id", ""), "name": job["name"], "state": "RUNNING", "job": job,
             "job_dir": job["checkpoint_dir"], "events": list(master.events.events),
             "progress": json.loads(raw.decode()) if raw else None, "containers": containers,
-            "samples": list(master.sampler.samples)}
+            "samples": list(master.sampler.samples), "tensorboard": board.decode() if board else None}
 
 
 def serve(master) -> str | None:

@@ -33,13 +33,15 @@ def _live(client, app_id: str) -> dict:
         return {}
     containers = []
     try:
-        for c in app.get_containers(services=["ps", "worker"]):
+        # every service of the application: naming one its spec lacks (tensorboard without
+        # --tensorboard) makes Skein refuse the whole call
+        for c in app.get_containers():
             containers.append({"service": c.service_name, "id": c.id, "yarn": c.yarn_container_id,
                                "host": c.yarn_node_http_address, "state": str(c.state)})
     except Exception:  # noqa: BLE001 - gone meanwhile
         pass
-    page = app.kv.get(protocol.KV_PAGE)
-    return {"page": page.decode() if page else None,
+    page, board = app.kv.get(protocol.KV_PAGE), app.kv.get(protocol.KV_TENSORBOARD)
+    return {"page": page.decode() if page else None, "tensorboard": board.decode() if board else None,
             "progress": kv_value(app, protocol.KV_PROGRESS), "workers_alive": kv_value(app, protocol.KV_WORKERS_ALIVE),
             "events": kv_value(app, protocol.KV_EVENTS), "containers": containers}  # events: the recent tail
 
@@ -63,10 +65,13 @@ def job_status(client, conf, app_id: str) -> dict:
         out["metrics"] = metrics if metrics and metrics.get("app") in (None, app_id) else None
         out["result"] = jobdir.result(job_dir, app_id)
         out["samples"] = jobdir.samples(job_dir, app_id)
+        state = None
         if out["progress"] is None and str(report.state) in protocol.FINAL_STATES:
             state = jobdir.latest_state(job_dir)
             if state:
                 out["progress"] = {"epoch": state.get("epoch"), "steps": state.get("steps"), "checkpoint": True}
+        # the epochs trained (with their eval loss): the metrics of a finished job, else its checkpoint's
+        out["history"] = (out["metrics"] or {}).get("epochs") or (state or {}).get("history") or []
     return out
 
 
@@ -90,6 +95,8 @@ def status(args) -> int:
         print(f"job: model {job.get('model')}, data {job.get('data')}, workers {job.get('workers')}, "
               f"ps {job.get('ps')}; job dir {st['job_dir']}")
         print(f"TensorBoard: tfhadoop tensorboard {st['app']}")
+    if st.get("tensorboard"):  # --tensorboard: served by a container of the job while it runs
+        print(f"TensorBoard of the job (its container): {st['tensorboard']}")
     p = st["progress"]
     if p:
         if p.get("checkpoint"):

@@ -129,6 +129,11 @@ def main() -> int:
         return 0
     if enrich_exit_statuses(master.events, app.id):
         master.events.rewrite()
+    if job.mlflow_tracking_uri:  # before the outcome is written: a client that sees it finds the run
+        from tfhadoop.trainer.mlflow_run import log_job_bounded
+
+        logged, fields = log_job_bounded(job, app.id, status, diagnostics)
+        master.events.add(protocol.EventKind.MLFLOW_LOGGED if logged else protocol.EventKind.MLFLOW_FAILED, **fields)
     master.events.add(protocol.EventKind.FINISHED, status=status, diagnostics=diagnostics[:4000])
     master.events.flush_waiting()
     write_result(job.checkpoint_dir, app.id, status, diagnostics)

@@ -18,6 +18,7 @@ from tfhadoop.trainer.jobpage import Sampler
 from tfhadoop.trainer.slots import Slots
 from tfhadoop.trainer.spec import JobSettings
 from tfhadoop.trainer.state_table import TableMachine
+from tfhadoop.trainer.tensorboard_service import TensorBoardWatch
 from tfhadoop.trainer.watchdogs import HeartbeatWatchdog, PreemptionWarnings
 
 # Errors of a coordinator or a training process that a lost server causes: restarted, not a model bug.
@@ -42,6 +43,7 @@ class MasterCore(TableMachine):
         self.slots = Slots(app, self.events, ports, self.gpus, now)
         self.heartbeats = HeartbeatWatchdog(app, self.slots, self.job, now)
         self.preemption = PreemptionWarnings(app, self.slots, self.events, work, now)
+        self.tensorboard = TensorBoardWatch(app, self.events, job.tensorboard)
 
     def now(self) -> float:
         return self.clock()
@@ -106,7 +108,8 @@ class MasterCore(TableMachine):
     # -- observations -> events ----------------------------------------------------------------
     def observe_slots(self) -> None:
         """Containers ended, stale heartbeats, due replacements, preemption warnings (and the
-        warnings withdrawn), and the event lines HDFS refused so far, retried each round."""
+        warnings withdrawn), the TensorBoard container, and the event lines HDFS refused so far,
+        retried each round."""
         E = self.Event
         self.slots.begin_round()
         for c in self.slots.ended(self.services):
@@ -125,6 +128,7 @@ class MasterCore(TableMachine):
             if not self.done:
                 self.dispatch(E["PREEMPTION_WARNED"], **warning)
         self.preemption.forget_spared()
+        self.tensorboard.observe()  # --tensorboard: its URL and its loss, as events only
         self.slots.publish_alive()  # a requested container that began running since
         self.events.flush()
 

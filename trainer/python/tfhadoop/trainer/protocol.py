@@ -57,6 +57,8 @@ KV_REJOINS = "rejoins"
 KV_HDFS_RETRIES = "hdfs_retries"  # the coordinator's retried HDFS operations (a JSON list); the master logs them
 KV_CLUSTER = "cluster"
 KV_PAGE = "page"  # the job page's address through the ResourceManager proxy
+# --tensorboard: the URL TensorBoard serves at, published by its container (tensorboard_service.py)
+KV_TENSORBOARD = "tensorboard"
 KV_ADDR = "addr/"  # addr/<role>/<slot>: host:port a server listens on (kv_addr)
 KV_UP = "up/"  # up/<role>/<slot>: the server serves (kv_up)
 KV_HEARTBEAT = "hb/"  # hb/<role>/<slot>: "<container id> <count>", bumped every HEARTBEAT_S by the role (kv_heartbeat)
@@ -114,6 +116,9 @@ AVOID_WORKERS_FILE = "avoid_workers.json"  # [task index, ...]: hand these worke
 CHECKPOINT_SOON_FILE = "checkpoint_soon.json"  # {"reason", "within_s", "id"}: checkpoint now if one is
 # due within within_s s ("ps": now, whatever is due); the coordinator removes the file when done
 
+# -- the TensorBoard container (--tensorboard): a Skein service of its own, not a training role --
+TENSORBOARD_SERVICE = "tensorboard"  # also its role name in res/<role>/<slot> (slot 0)
+
 # -- environment of the role containers -------------------------------------------------------
 ENV_ROLE = "TFH_ROLE"
 ENV_SLOT = "TFH_SLOT"
@@ -169,6 +174,10 @@ class EventKind:
     FINISHED = "finished"  # the master's last event: status and diagnostics
     SUCCEEDED = "succeeded"  # training, evaluation and export done
     HDFS_RETRY = "hdfs_retry"  # the coordinator waited out an HDFS outage
+    TENSORBOARD_UP = "tensorboard_up"  # --tensorboard: its container serves (the URL)
+    TENSORBOARD_LOST = "tensorboard_lost"  # ... ended while the job runs: training goes on without it
+    MLFLOW_LOGGED = "mlflow_logged"  # the ended job is an MLflow run (--mlflow-tracking-uri): its id and URL
+    MLFLOW_FAILED = "mlflow_failed"  # ... could not be logged: why (the job's outcome stands)
     # containers and slots
     CONTAINER_LOST = "container_lost"  # preempted, node lost, killed, failed or hung (the fields say which)
     HANG_DETECTED = "hang_detected"  # a role's heartbeat stopped: its container is killed

@@ -5,9 +5,9 @@ the master keeps them in the progress samples of the job directory, and ``status
 page show them per role next to what the role asked of YARN, with a hint when the peak is far
 below or near it.
 
-Read from ``/proc`` (Linux, as every NodeManager host): no extra package. GPU figures would come
-from NVML where a GPU is present; no GPU machine was available to build and test that here, so
-they are not recorded.
+Read from ``/proc`` (Linux, as every NodeManager host): no extra package. GPU utilization and
+memory of the container's devices come from NVML where it is present (``nvml.GpuUsage``; the
+fields are absent otherwise).
 """
 from __future__ import annotations
 
@@ -52,8 +52,11 @@ def usage(pid: int) -> tuple[float, int]:
 class Usage:
     """Samples of one container's process tree: the latest, the peak and the averages."""
 
-    def __init__(self, pid: int | None = None, clock=time.monotonic):
+    def __init__(self, pid: int | None = None, clock=time.monotonic, gpus=None):
+        from tfhadoop.trainer.nvml import GpuUsage
+
         self.pid, self.clock = pid or os.getpid(), clock
+        self.gpus = gpus if gpus is not None else GpuUsage()  # the devices of CUDA_VISIBLE_DEVICES, if any
         self.t0 = self.last_t = clock()
         self.cpu0 = self.last_cpu = usage(self.pid)[0]
         self.peak_rss = self.rss_sum = self.n = 0
@@ -68,7 +71,7 @@ class Usage:
         self.last_t, self.last_cpu = now, cpu
         self.peak_rss = max(self.peak_rss, self.rss)
         self.rss_sum, self.n = self.rss_sum + self.rss, self.n + 1
-        return self.report()
+        return {**self.report(), **self.gpus.sample()}
 
     def report(self) -> dict:
         """MiB and percent of one core, as ``res/<role>/<slot>`` holds them."""
@@ -101,7 +104,9 @@ def hint(peak_mb: float, asked_mb: float, flag: str) -> str:
 
 def lines(resources: dict, job: dict) -> list[str]:
     """``status`` lines: per container, its memory (now, peak, average) against its request, CPU,
-    and the hint. ``resources``: {"<role>/<slot>": report}, ``job``: the submitted spec."""
+    its GPUs where NVML measured them, and the hint. ``resources``: {"<role>/<slot>": report},
+    ``job``: the submitted spec."""
+    from tfhadoop.trainer.nvml import text
     from tfhadoop.trainer.spec import mebibytes
 
     out = []
@@ -113,5 +118,5 @@ def lines(resources: dict, job: dict) -> list[str]:
         note = hint(r["peak_rss_mb"], asked_mb, f"--{role}-memory")
         out.append(f"{key.replace('/', ':')}: memory peak {r['peak_rss_mb']:.0f} MB{share}, average "
                    f"{r['avg_rss_mb']:.0f} MB; CPU average {r['avg_cpu_pct']:.0f} % of a core"
-                   + (f"; {note}" if note else ""))
+                   + (f"; {text(r)}" if text(r) else "") + (f"; {note}" if note else ""))
     return out

@@ -4,6 +4,7 @@ the job reads (``job.json``). Each field's name, type, default and help are writ
 """
 from __future__ import annotations
 
+import os
 import re
 import sys
 from dataclasses import MISSING, Field, dataclass, field, fields
@@ -26,6 +27,7 @@ DEFAULT_PHASE_TIMEOUTS = {protocol.PHASE_CONNECTING: 600, protocol.PHASE_TRAININ
                           protocol.PHASE_CHECKPOINTING: 600, protocol.PHASE_HDFS_RETRY: 600,
                           protocol.PHASE_EVALUATING: 7200, protocol.PHASE_EXPORTING: 1800}
 # Settings that no longer exist: a spec that still names one is refused with the reason.
+MLFLOW_URI_ENV = "MLFLOW_TRACKING_URI"  # MLflow's own: --mlflow-tracking-uri's default
 REMOVED = {"checkpoint_tasks": "unused: the coordinator keeps 2 tasks per worker in flight and checkpoints by steps or seconds"}
 
 
@@ -53,6 +55,9 @@ class JobSpec:
                                               "model.fit(sample_weight=...)")
     train_split: str | None = setting("train", "split to train on (a dataset without splits: all records)")
     eval_split: str | None = setting("eval", "split evaluated at the end (skipped with a notice if absent)")
+    eval_every_epochs: int = setting(0, "also evaluate on the eval split after every N-th epoch: the eval loss "
+                                        "per epoch in the history, TensorBoard and the job page's loss plot "
+                                        "(0: only at the end)")
     workers: int = setting(2, "worker containers")
     min_workers: int = setting(1, "keep training while at least this many workers are alive")
     ps: int = setting(1, "parameter servers (not with --strategy allreduce)")
@@ -111,6 +116,15 @@ class JobSpec:
                                               "preemption_warned events: keep new work off a warned worker and take "
                                               "a checkpoint due soon (a warned PS: at once) before the container "
                                               "goes; allreduce: shrink the ring at a round boundary")
+    tensorboard: bool = setting(False, "also run TensorBoard on the job's event files as a container of the job, its URL "
+                                       "on the job page and in tfhadoop status (not a training role: its loss is an "
+                                       "event, never the job's failure)")
+    tensorboard_memory: str = setting("1g", "memory of the --tensorboard container")
+    mlflow_tracking_uri: str | None = setting(None, "http(s):// MLflow tracking server the job logs its settings, "
+                                                    "per-epoch metrics and SavedModel to as a run (default: "
+                                                    "$MLFLOW_TRACKING_URI; empty: off; needs tfhadoop[mlflow])")
+    mlflow_experiment: str | None = setting(None, "MLflow experiment of the run, created if missing (default: "
+                                                  "the server's Default)")
 
     def validate(self) -> JobSettings:
         """The checked spec, defaults resolved; ``self`` is not changed. Raises CommandError."""
@@ -147,6 +161,8 @@ class JobSpec:
             raise CommandError("--ps must be at least 1")
         if v["gang_timeout"] <= 0:
             raise CommandError(f"--gang-timeout must be positive, got {v['gang_timeout']}")
+        if v["eval_every_epochs"] < 0:
+            raise CommandError(f"--eval-every-epochs must be positive (or 0: off), got {v['eval_every_epochs']}")
         if v["commit_every_steps"] < 0:
             raise CommandError(f"--commit-every-steps must be positive (or 0: off), got {v['commit_every_steps']}")
         if v["round_timeout"] < 0:
@@ -157,6 +173,11 @@ class JobSpec:
         if ":" not in v["model"]:
             raise CommandError(f"--model must be MODULE:FUNCTION, got {v['model']!r}")
         v["python_path"] = list(v["python_path"])
+        if v["mlflow_tracking_uri"] is None:  # resolved here, once: job.json holds the URI or "" (off)
+            v["mlflow_tracking_uri"] = os.environ.get(MLFLOW_URI_ENV, "")
+        if v["mlflow_tracking_uri"] and not re.match(r"https?://[^/]", v["mlflow_tracking_uri"]):
+            raise CommandError(f"--mlflow-tracking-uri must be an http(s):// MLflow tracking server (the job's "
+                               f"application master logs to it), got {v['mlflow_tracking_uri']!r}")
         return JobSettings(**v)
 
     @classmethod
@@ -248,7 +269,7 @@ def check_types(values: dict) -> None:
             ok = any(isinstance(value, _TYPES[t]) for t in names)
         if ok:
             continue
-        if names == ["bool"]:  # set in YAML or Python; the flag only turns it off
+        if names == ["bool"]:  # set in YAML or Python; a flag only turns it on (--x) or off (--no-x)
             raise CommandError(f"{f.name} must be true or false, got {value!r}")
         raise CommandError(f"{flag(f.name)} must be {' or '.join(names)}, got {value!r}")
 

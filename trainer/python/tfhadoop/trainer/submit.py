@@ -71,7 +71,8 @@ def master_agent(env: dict, files: dict, agent: str | None) -> None:
 
 def application_spec(job: JobSettings, manifest, job_file: str, code: dict | None = None):
     """The Skein application: the job master in the AM container, ``ps`` and ``worker`` services
-    with no instances (the master adds each container with its slot and port). No dataset shard
+    with no instances (the master adds each container with its slot and port) and, with
+    ``--tensorboard``, the TensorBoard service (one instance, started with the application). No dataset shard
     is localized: workers and the coordinator open the shards' hdfs:// URLs through TensorFlow
     (tfhdfs plugin), so a dataset larger than a node trains and a replacement starts at once.
     ``code`` (from :func:`pack_python_path`) and the packed environment are unpacked into every
@@ -90,6 +91,18 @@ def application_spec(job: JobSettings, manifest, job_file: str, code: dict | Non
     packed.update({name: skein.File(source=path, type="archive") for name, path in code.items()})
     master_env, master_files = dict(env), {protocol.JOB_FILE: skein.File(source=job_file, type="file"), **packed}
     master_agent(master_env, master_files, am_agent_jar())
+    services = {
+        "ps": skein.Service(instances=0, max_restarts=0, allow_failures=True, script=role, env=env, files=packed,
+                            resources=skein.Resources(memory=mebibytes(job.ps_memory), vcores=1)),
+        "worker": skein.Service(instances=0, max_restarts=0, allow_failures=True, script=role, env=env,
+                                files={**packed, **worker_files},
+                                resources=skein.Resources(memory=mebibytes(job.worker_memory),
+                                                          vcores=job.worker_vcores, gpus=job.worker_gpus)),
+    }
+    if job.tensorboard:  # not a training role: the masters never start, count or replace it
+        from tfhadoop.trainer.tensorboard_service import service
+
+        services[protocol.TENSORBOARD_SERVICE] = service(job, env, packed, job_file)
     return skein.ApplicationSpec(
         # A second application attempt when the AM container is lost: its master finds the job's
         # state in the job directory and restarts the roles from the latest checkpoint (Skein does
@@ -98,14 +111,7 @@ def application_spec(job: JobSettings, manifest, job_file: str, code: dict | Non
         master=skein.Master(resources=skein.Resources(memory=mebibytes(job.master_memory), vcores=1),
                             script=f"{job.python} -m tfhadoop.trainer.master",
                             files=master_files, env=master_env),
-        services={
-            "ps": skein.Service(instances=0, max_restarts=0, allow_failures=True, script=role, env=env, files=packed,
-                                resources=skein.Resources(memory=mebibytes(job.ps_memory), vcores=1)),
-            "worker": skein.Service(instances=0, max_restarts=0, allow_failures=True, script=role, env=env,
-                                    files={**packed, **worker_files},
-                                    resources=skein.Resources(memory=mebibytes(job.worker_memory),
-                                                              vcores=job.worker_vcores, gpus=job.worker_gpus)),
-        })
+        services=services)
 
 
 def submit(job: JobSettings, client=None, validate_model: bool = True, notice=print, manifest=None) -> str:

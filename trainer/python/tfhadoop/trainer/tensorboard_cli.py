@@ -65,8 +65,10 @@ def event_files(logdir: str) -> list[str]:
     return files
 
 
-def start(logdir: str, host: str, port: int) -> str:
-    """Start TensorBoard on ``logdir`` in this process (a daemon thread serves); its URL."""
+def start(logdir: str, host: str, port: int, public_host: str | None = None) -> str:
+    """Start TensorBoard on ``logdir`` in this process (a daemon thread serves); its URL, which
+    names a wildcard ``host`` by ``public_host`` (default this host's FQDN). Also the
+    ``--tensorboard`` container's way to start it (tensorboard_service.py)."""
     from tfhadoop.trainer import protocol
 
     protocol.tf_environment()  # TensorFlow's INFO logs off, before it is imported
@@ -84,7 +86,8 @@ def start(logdir: str, host: str, port: int) -> str:
     except program.TensorBoardServerException as exc:  # port in use, address not available, ...
         raise CommandError(f"cannot serve TensorBoard on {host}:{port}: {exc.msg}") from exc
     if host in WILDCARD_HOSTS:  # reachable by the host's name, not by the wildcard address
-        url = url.replace(f"//{host}:", f"//{socket.getfqdn()}:", 1).replace(f"//[{host}]:", f"//{socket.getfqdn()}:", 1)
+        name = public_host or socket.getfqdn()
+        url = url.replace(f"//{host}:", f"//{name}:", 1).replace(f"//[{host}]:", f"//{name}:", 1)
     return url
 
 

@@ -12,13 +12,17 @@ RUN_FLAGS = ("spec", "detach", "no_validate")
 
 
 def spec_flags(parser) -> None:
-    """One flag per JobSpec field (``--no-<name>`` for a setting on by default), with the field's
-    help, type and default: ``spec.py`` is their one source."""
+    """One flag per JobSpec field (``--no-<name>`` for a setting on by default, ``--<name>`` for one
+    off by default), with the field's help, type and default: ``spec.py`` is their one source."""
     for f in fields(JobSpec):
         default = default_of(f)
         if isinstance(default, bool):
-            parser.add_argument(flag("no_" + f.name), dest=f.name, action="store_false", default=None,
-                                help=f"turn off (default on): {f.metadata['help']}")
+            if default:
+                parser.add_argument(flag("no_" + f.name), dest=f.name, action="store_false", default=None,
+                                    help=f"turn off (default on): {f.metadata['help']}")
+            else:
+                parser.add_argument(flag(f.name), dest=f.name, action="store_true", default=None,
+                                    help=f"turn on (default off): {f.metadata['help']}")
             continue
         kind = f.metadata.get("flag_type") or {"int": int, "float": float}.get(str(f.type).split(" |")[0], str)
         shown = f" (default {default})" if isinstance(default, int | float | str) and default is not None else ""

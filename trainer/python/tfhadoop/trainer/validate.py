@@ -271,6 +271,9 @@ def check_model(job, manifest) -> None:
 def validate_job(job: JobSettings, conf, model: bool = True, notice=print) -> tuple[JobSettings, object]:
     """All checks, in the order a user would fix them; returns the job as it is submitted (paths
     qualified, splits resolved) and the dataset's manifest."""
+    from tfhadoop.trainer.mlflow_run import check_tracking
+
+    check_tracking(job)  # seconds at most, and a mistake the user fixes first: before the dataset
     original = job.data
     job = qualify_paths(job, conf.default_fs)
     job, manifest = check_dataset(job, original, notice)
