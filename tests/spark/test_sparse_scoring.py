@@ -15,7 +15,7 @@ os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
 from tests.spark.test_ragged_scoring import _payload
 from tests.trainer import pipeline_test_models as models
-from tfhadoop.spark import predict, serving
+from tfhadoop.spark import scoring_batches, scoring_plan, serving
 
 HISTORY = [[1, 2, 3], [], [999] * 200, [0, 7]]
 TAGS = [["news"], [], ["sport", "other", "news"], ["food"]]
@@ -52,26 +52,26 @@ def _schema():
 def test_a_sparse_vector_column_scores_from_its_indices_and_values(saved):
     folder, want = saved
     served = serving.load(folder)
-    feeds, vectors = predict.plan_feeds(_schema(), served.inputs, "the DataFrame")
+    feeds, vectors = scoring_plan.plan_feeds(_schema(), served.inputs, "the DataFrame")
     assert vectors == {"vec": "sparse"}
     assert {f.name: (f.kind, f.width) for f in feeds} == {
         "item_history": ("ragged", None), "tags": ("ragged", None), "vec": ("sparse", models.VECTOR_SIZE)}
-    outputs = predict.plan_outputs(served.outputs, "prediction", ["user_id", "item_history", "tags", "vec"])
+    outputs = scoring_plan.plan_outputs(served.outputs, "prediction", ["user_id", "item_history", "tags", "vec"])
     columns = {"item_history": pa.array(HISTORY, pa.list_(pa.int64())), "tags": pa.array(TAGS, pa.list_(pa.string())),
                "vec": PAIRS}
     loads = SimpleNamespace(add=lambda n: None)
-    (scores,) = predict.score_arrays([columns[f.column] for f in feeds], "sparse-test", _payload(folder), loads,
+    (scores,) = scoring_batches.score_arrays([columns[f.column] for f in feeds], "sparse-test", _payload(folder), loads,
                                      feeds, outputs)
     np.testing.assert_allclose(scores.to_numpy(), want, rtol=1e-6, atol=1e-6)
 
 
 def test_a_null_vector_and_a_vector_wider_than_the_input_are_named(saved):
-    feeds, _ = predict.plan_feeds(_schema(), serving.load(saved[0]).inputs, "the DataFrame")
+    feeds, _ = scoring_plan.plan_feeds(_schema(), serving.load(saved[0]).inputs, "the DataFrame")
     vec = next(f for f in feeds if f.name == "vec")
     with pytest.raises(ValueError, match="column 'vec' has 1 null values"):
-        predict._column_array(pa.array([None, {"indices": [1], "values": [2.0]}], PAIRS.type), vec)
+        scoring_batches._column_array(pa.array([None, {"indices": [1], "values": [2.0]}], PAIRS.type), vec)
     import tensorflow as tf
 
     wide = pa.array([{"indices": [30], "values": [1.0]}], PAIRS.type)
     with pytest.raises(ValueError, match="column 'vec' holds a vector with index 30 but the model input takes 30"):
-        predict._tensor(tf, predict._column_array(wide, vec), vec)
+        scoring_batches._tensor(tf, scoring_batches._column_array(wide, vec), vec)

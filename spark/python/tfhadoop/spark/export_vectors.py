@@ -17,7 +17,7 @@ depend on the choice: a dense ``Input`` gets either form densified, a sparse one
 ``tf.SparseTensor`` of its width (``tfhadoop.trainer.feeding``); the choice is what is stored and
 parsed.
 
-Scoring (``tfhadoop.spark.predict``) feeds a sparse model input from a vector column the same
+Scoring (``tfhadoop.spark.scoring_batches``) feeds a sparse model input from a vector column the same
 way: each row's own indices and values (:func:`pair`, :func:`sparse_tensor`), never densified.
 
 The vector's own indices and values are read through the UDT's JSON form (what ``to_json``

@@ -155,7 +155,7 @@ class Model:
         on the executors; the SavedModel is loaded once per executor process. Inputs are matched
         to columns by the model's input names; a missing or mistyped column raises CommandError
         here, before any task runs."""
-        from tfhadoop.spark.predict import Scorer
+        from tfhadoop.spark.scorer import Scorer
 
         spark = df.sparkSession
         key = id(spark)
