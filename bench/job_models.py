@@ -34,3 +34,23 @@ def wide_model():
 def mlp():
     """The allreduce bench's MLP on the test models' 4-feature data: 4 -> 64 -> 64 -> 1, Adam."""
     return _dense(4, 64, 1e-3)
+
+
+ITEMS = 10_000  # the ragged bench's item ids (bench_ragged.write_dataset): 0 .. ITEMS-1
+
+
+def ragged_bag():
+    """Issue 30 §6's model: an embedding bag over the ragged ``ids`` (``Input(ragged=True)``, 16-d
+    embeddings averaged per row, 0 for an empty row) -> 1, Adam."""
+    import tensorflow as tf
+    import tf_keras
+
+    class MeanOverItems(tf_keras.layers.Layer):
+        def call(self, e):
+            return tf.reduce_sum(e, axis=1) / tf.maximum(tf.cast(e.row_lengths(), tf.float32)[:, None], 1.0)
+
+    ids = tf_keras.Input((None,), name="ids", dtype=tf.int64, ragged=True)
+    bag = MeanOverItems()(tf_keras.layers.Embedding(ITEMS, 16)(ids))
+    m = tf_keras.Model({"ids": ids}, tf_keras.layers.Dense(1)(bag))
+    m.compile(optimizer=tf_keras.optimizers.Adam(1e-2), loss="mse", steps_per_execution=int(os.environ.get("SPE", "1")))
+    return m

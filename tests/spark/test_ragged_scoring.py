@@ -18,7 +18,7 @@ os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
 from tests.trainer import trainer_test_models as models
 from tfhadoop.errors import CommandError
-from tfhadoop.spark import predict, serving
+from tfhadoop.spark import scoring_batches, scoring_plan, serving
 
 HISTORIES = [[1, 2, 3], [], [49], [0, 0, 7, 7, 7, 7]]
 X = np.arange(16, dtype=np.float32).reshape(4, 4) / 8
@@ -61,26 +61,26 @@ def test_the_serving_inputs_keep_the_ragged_input_s_name(saved):
 def test_array_rows_of_any_length_score_as_the_model_predicts(saved):
     folder, want = saved
     served = serving.load(folder)
-    feeds, vectors = predict.plan_feeds(_schema(), served.inputs, "the DataFrame")
+    feeds, vectors = scoring_plan.plan_feeds(_schema(), served.inputs, "the DataFrame")
     assert vectors == {} and {f.name: f.kind for f in feeds} == {"hist": "ragged", "x": "dense"}
-    outputs = predict.plan_outputs(served.outputs, "prediction", ["id", "x", "hist"])
+    outputs = scoring_plan.plan_outputs(served.outputs, "prediction", ["id", "x", "hist"])
     columns = {"x": pa.array([list(map(float, r)) for r in X], pa.list_(pa.float32())),
                "hist": pa.array(HISTORIES, pa.list_(pa.int64()))}
     loads = SimpleNamespace(add=lambda n: None)
-    (scores,) = predict.score_arrays([columns[f.column] for f in feeds], "ragged-test", _payload(folder), loads,
+    (scores,) = scoring_batches.score_arrays([columns[f.column] for f in feeds], "ragged-test", _payload(folder), loads,
                                      feeds, outputs)
     np.testing.assert_allclose(scores.to_numpy(), want, rtol=1e-6, atol=1e-6)
 
 
 def test_a_null_row_is_an_error_naming_the_column(saved):
     folder, _ = saved
-    feeds, _ = predict.plan_feeds(_schema(), serving.load(folder).inputs, "the DataFrame")
+    feeds, _ = scoring_plan.plan_feeds(_schema(), serving.load(folder).inputs, "the DataFrame")
     hist = next(f for f in feeds if f.name == "hist")
     with pytest.raises(ValueError, match="column 'hist' has 1 null values"):
-        predict._column_array(pa.array([[1], None], pa.list_(pa.int64())), hist)
+        scoring_batches._column_array(pa.array([[1], None], pa.list_(pa.int64())), hist)
 
 
 def test_a_scalar_column_for_a_ragged_input_is_refused_before_any_task(saved):
     folder, _ = saved
     with pytest.raises(CommandError, match="column 'hist' is bigint but the model input 'hist' is a ragged list"):
-        predict.plan_feeds(_schema(scalar_hist=True), serving.load(folder).inputs, "the DataFrame")
+        scoring_plan.plan_feeds(_schema(scalar_hist=True), serving.load(folder).inputs, "the DataFrame")

@@ -19,11 +19,11 @@ def main() -> int:
     import tf_keras
     from pyspark.sql import SparkSession
 
-    from tfhadoop.spark import predict
+    from tfhadoop.spark import scorer
     from tfhadoop.trainer import Model
 
     assert pyspark.__version__.startswith("3.5."), pyspark.__version__
-    assert not predict.has_arrow_udf()
+    assert not scorer.has_arrow_udf()
     folder = tempfile.mkdtemp(prefix="spark35-model-")
     x = tf_keras.Input((4,), name="x")
     out = tf_keras.layers.Dense(1, name="score")(tf_keras.layers.Dense(8, activation="relu")(x))

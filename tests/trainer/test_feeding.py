@@ -196,3 +196,74 @@ def test_a_feature_list_for_a_per_example_input_is_named():
         "has 1 dimensions per example but feature 'steps' is a feature list of 2 (steps first): "
         "declare it Input((None, ...), ragged=True)")
     assert mismatch("steps", tf_keras.Input((None, 2), name="steps", ragged=True), entry) is None
+
+
+VECTOR_SPEC = {"features": {  # what the export writes for a sparse ML vector column of size 8
+    "vec": {"type": "SparseFeature", "index_key": "vec.indices", "value_key": "vec.values", "dtype": "float32",
+            "size": 8},
+    "x": {"type": "FixedLenFeature", "shape": [4], "dtype": "float32"},
+    "y": {"type": "FixedLenFeature", "shape": [], "dtype": "float32"}}}
+
+
+def _vector_records(vectors: list[dict[int, float]]):
+    return tf.constant([encode_example({"vec.indices": sorted(v), "vec.values": [v[k] for k in sorted(v)],
+                                        "x": [0.0] * 4, "y": [float(i)]}) for i, v in enumerate(vectors)])
+
+
+def test_a_sparse_vector_reaches_a_sparse_input_with_its_size_as_the_dense_shape():
+    """Issue 30 §1: the export's indices + values pair parses to the vector itself, explicit zeros
+    kept, an empty vector an empty row; a dense input of the size gets it densified."""
+    import tf_keras
+
+    vectors = [{1: 2.0, 7: -1.5}, {}, {0: 0.0, 3: 4.0}]
+    want = np.zeros((3, 8), np.float32)
+    want[0, 1], want[0, 7], want[2, 3] = 2.0, -1.5, 4.0
+    renamed = {"features": {("hist" if k == "vec" else k): {**v} for k, v in VECTOR_SPEC["features"].items()}}
+    hist, _ = model_parse_fn(_sparse_model(8), renamed, "y")(_vector_records(vectors))  # its sparse input: hist
+    assert isinstance(hist["hist"], tf.SparseTensor)
+    assert hist["hist"].dense_shape.numpy().tolist() == [3, 8]
+    assert hist["hist"].indices.numpy().tolist() == [[0, 1], [0, 7], [2, 0], [2, 3]]
+    np.testing.assert_array_equal(tf.sparse.to_dense(hist["hist"]).numpy(), want)
+    vec_in = tf_keras.Input((8,), name="vec")
+    x = tf_keras.Input((4,), name="x")
+    dense_model = tf_keras.Model({"vec": vec_in, "x": x}, tf_keras.layers.Dense(1)(vec_in))
+    dense, _ = model_parse_fn(dense_model, VECTOR_SPEC, "y")(_vector_records(vectors))
+    np.testing.assert_array_equal(dense["vec"].numpy(), want)
+
+
+def test_inputs_narrower_than_their_feature_are_named():
+    """Issue 30 §3: a model that needs a padded length the data exceeds (the export records each
+    list's longest as ``max_length``), or a sparse vector wider than the input, fails at submit."""
+    import tf_keras
+
+    var_len = {"type": "VarLenFeature", "dtype": "int64", "max_length": 200}
+    assert mismatch("hist", tf_keras.Input((50,), name="hist", dtype=tf.int64), var_len) == (
+        "is dense of width 50 but feature 'hist' holds lists of up to 200 values (a list is padded to the width, "
+        "never cut): declare it Input((200,)) or Input((None,), ragged=True)")
+    assert mismatch("hist", tf_keras.Input((200,), name="hist", dtype=tf.int64), var_len) is None
+    assert mismatch("hist", tf_keras.Input((None,), name="hist", dtype=tf.int64), var_len) is None
+    assert mismatch("hist", tf_keras.Input((None,), ragged=True, dtype=tf.int64), var_len) is None
+    vector = VECTOR_SPEC["features"]["vec"]
+    assert mismatch("vec", tf_keras.Input((6,), sparse=True), vector) == (
+        "is sparse of width 6 but feature 'vec' is a sparse vector of size 8: declare it Input((8,), sparse=True)")
+    assert mismatch("vec", tf_keras.Input((8,), sparse=True), vector) is None
+
+
+def test_a_dense_input_gets_lists_padded_with_the_declared_value():
+    """Issue 30 §1: ``--pad hist=-1`` (the parse spec's ``pad``) pads with -1, to the input's
+    width or, for an input of open width, to the batch's longest; a ragged input is not padded."""
+    import tf_keras
+
+    spec = {"features": {**models.HISTORY_SPEC["features"],
+                         "hist": {"type": "VarLenFeature", "dtype": "int64", "pad": -1}}}
+    hist = tf_keras.Input((6,), name="hist", dtype=tf.int64)
+    x = tf_keras.Input((4,), name="x")
+    model = tf_keras.Model({"x": x, "hist": hist}, tf_keras.layers.Dense(1)(x))
+    records, _ = _records(HISTORIES)
+    features, _ = model_parse_fn(model, spec, "y")(records)
+    assert features["hist"].numpy().tolist() == [[-1] * 6, [3, 1, 4, -1, -1, -1], [7] + [-1] * 5,
+                                                 [49, 0, 0, 2, 11, -1]]
+    features, _ = parse_fn(spec, "y")(records)  # no model: dense, the batch's longest
+    assert features["hist"].numpy().tolist() == [[-1] * 5, [3, 1, 4, -1, -1], [7, -1, -1, -1, -1], [49, 0, 0, 2, 11]]
+    features, _ = model_parse_fn(models.history_bag(), spec, "y")(records)
+    assert features["hist"].to_list() == HISTORIES

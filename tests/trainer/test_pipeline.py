@@ -145,12 +145,15 @@ def test_missing_or_mistyped_column_is_an_error_before_any_task(spark, features,
     assert set(tracker.getJobIdsForGroup(None)) == jobs  # no Spark job ran
 
 
-@pytest.mark.parametrize("arrow_udf", [True, False], ids=["arrow_udf", "mapInArrow"])
-def test_vector_input_and_vector_output_columns(spark, hadoop_cluster, tmp_path, monkeypatch, arrow_udf):
+@pytest.mark.parametrize(("arrow_udf", "parquet"), [(True, False), (True, True), (False, False)],
+                         ids=["arrow_udf", "arrow_udf-parquet", "mapInArrow"])
+def test_vector_input_and_vector_output_columns(spark, hadoop_cluster, tmp_path, monkeypatch, arrow_udf, parquet):
     """A two-output model fed from an ML vector column: the [None, 3] output is an array column,
     the [None, 1] one a number; both equal the model's own predict. Through the Arrow UDF (the
     vector column comes out unchanged, the UDF runs once per row) and through the ``mapInArrow``
-    fallback of a PySpark without Arrow UDFs."""
+    fallback of a PySpark without Arrow UDFs. Read back from Parquet (a columnar scan), the
+    vector column failed Spark 4.1's columnar Arrow evaluator (UNSUPPORTED_DATATYPE UDT) until
+    ``scorer.row_based``; a filter on the scores' input columns still reaches the scan."""
     os.environ["TF_USE_LEGACY_KERAS"] = "1"
     import tf_keras
     from pyspark.ml.feature import VectorAssembler
@@ -169,15 +172,23 @@ def test_vector_input_and_vector_output_columns(spark, hadoop_cluster, tmp_path,
     rows = [(i, float(i % 5), float(i % 3), float(i % 7), i * 0.1) for i in range(300)]
     df = spark.createDataFrame(rows, "id int, f1 double, f2 double, f3 double, a double")
     df = VectorAssembler(inputCols=["f1", "f2", "f3"], outputCol="v").transform(df).select("id", "v", "a")
-    from tfhadoop.spark import predict
+    if parquet:
+        df.write.parquet("file://" + str(tmp_path / "vectors"))
+        df = spark.read.parquet("file://" + str(tmp_path / "vectors"))
+    from tfhadoop.spark import scorer
 
-    monkeypatch.setattr(predict, "has_arrow_udf", lambda: arrow_udf)
+    monkeypatch.setattr(scorer, "has_arrow_udf", lambda: arrow_udf)
     scores = Model(url).transform(df)
     assert dict(scores.dtypes)["emb"] == "array<float>" and dict(scores.dtypes)["score"] == "float"
     assert dict(scores.dtypes)["v"] == ("vector" if arrow_udf else "array<double>")
     if arrow_udf:  # one evaluation of the model per row, though two columns come out of its struct
         plan = scores._jdf.queryExecution().executedPlan().toString()
         assert plan.count("ArrowEvalPython") == 1 and plan.count("score(") == 1, plan
+    if parquet:
+        pushed = scores.where("id = 7")._jdf.queryExecution().executedPlan().toString()
+        assert "EqualTo(id,7)" in pushed, pushed
+        assert [r.id for r in scores.where("id = 7").collect()] == [7]
+        assert [r.id for r in scores.collect()] == [r.id for r in df.collect()]  # rows in their order
     got = scores.orderBy("id").collect()
     vin = np.array([[r[1], r[2], r[3]] for r in rows], dtype=np.float32)
     ain = np.array([r[4] for r in rows], dtype=np.float32)
@@ -195,7 +206,7 @@ def test_a_ragged_input_scores_array_rows_of_any_length(spark, hadoop_cluster, t
     import tensorflow as tf
 
     from tfhadoop.connectors import hdfs
-    from tfhadoop.spark import predict
+    from tfhadoop.spark import scorer
     from tfhadoop.trainer import Model
 
     keras_model = models.history_bag()
@@ -209,7 +220,7 @@ def test_a_ragged_input_scores_array_rows_of_any_length(spark, hadoop_cluster, t
     assert any(not h for h in hists) and len({len(h) for h in hists}) > 5  # empty and varied rows
     rows = [(i, [float(v) for v in x[i]], hists[i]) for i in range(300)]
     df = spark.createDataFrame(rows, "id int, x array<float>, hist array<bigint>")
-    monkeypatch.setattr(predict, "has_arrow_udf", lambda: arrow_udf)
+    monkeypatch.setattr(scorer, "has_arrow_udf", lambda: arrow_udf)
     got = Model(url).transform(df).orderBy("id").collect()
     want = keras_model.predict({"x": x, "hist": tf.ragged.constant(hists, dtype=tf.int64)}, verbose=0)  # pyright: ignore[reportArgumentType] - tf_keras's verbose (see above)
     np.testing.assert_allclose(np.array([r.prediction for r in got]), want[:, 0], rtol=1e-5, atol=1e-5)

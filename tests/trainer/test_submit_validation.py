@@ -37,6 +37,9 @@ def small(hadoop_cluster):
     models.write_dataset(hadoop_cluster.hdfs_url(f"{root}/nosplit"), train_shards=(64, 64), split=False)
     models.write_dataset(hadoop_cluster.hdfs_url(f"{root}/history"), train_shards=(64, 64), eval_records=32,
                          history=True)
+    longest = {"type": "VarLenFeature", "dtype": "int64", "max_length": models.MAX_HISTORY}  # as the export records it
+    models.write_dataset(hadoop_cluster.hdfs_url(f"{root}/exported_history"), train_shards=(64, 64), eval_records=32,
+                         history=True, parse_spec={"features": {**models.HISTORY_SPEC["features"], "hist": longest}})
     return root
 
 
@@ -141,6 +144,9 @@ def test_model_module_not_found(hadoop_cluster, small):
     ("history", "ragged_nested_history",
      "model input 'hist' is ragged with 2 dimensions per example but feature 'hist' has 1"),
     ("history", "history_padded_to_5", "feature 'hist' has a list longer than the model's input width 5"),
+    # the manifest knows the longest list: refused by shape, before any record is read
+    ("exported_history", "history_padded_to_5",
+     "model input 'hist' is dense of width 5 but feature 'hist' holds lists of up to 12 values"),
 ])
 def test_model_does_not_fit_the_dataset(hadoop_cluster, small, data, model, message):
     proc, _ = tfh_train(hadoop_cluster, f"model {model}", "--data", f"{small}/{data}",

@@ -64,13 +64,14 @@ def example_weights(n: int, seed: int):
 
 def write_dataset(url: str, train_shards=(600, 600, 600, 600), eval_records=400, compression="gzip",
                   split: bool = True, weights: bool = False, index_interval: int = 1 << 20,
-                  history: bool = False) -> dict:
+                  history: bool = False, parse_spec: dict | None = None) -> dict:
     """A dataset as the export job writes it (shards, _SUCCESS, _tfhadoop.json), uploaded to
     ``url`` on HDFS (or written to the local folder ``url``). ``split=False``: as exported
     without ``--split`` (no split names, no eval shard). ``weights``: a float column ``w``
     (:func:`example_weights`) to train with ``--sample-weight w``. ``history``: a variable-length
     int64 column ``hist`` (:func:`make_histories`) whose items' mean effect adds to ``y``, for
-    ragged models (:func:`history_bag`). Returns the manifest."""
+    ragged models (:func:`history_bag`). ``parse_spec``: the manifest's instead of the one the
+    columns imply (what a newer export records beside them). Returns the manifest."""
     from tfhadoop.connectors import dataset, hdfs
     from tfhadoop.connectors.example import encode_example
     from tfhadoop.connectors.tfrecord import write_records
@@ -99,7 +100,7 @@ def write_dataset(url: str, train_shards=(600, 600, 600, 600), eval_records=400,
         s = splits.setdefault(f["split"] or "all", {"records": 0, "files": []})
         s["records"] += f["records"]
         s["files"].append(f["path"])
-    spec = HISTORY_SPEC if history else WEIGHTED_SPEC if weights else SPEC
+    spec = parse_spec or (HISTORY_SPEC if history else WEIGHTED_SPEC if weights else SPEC)
     manifest = dataset.manifest_doc("Example", compression, files, splits=splits,
                                     schema={}, parse_spec=spec, source={"test": True}, created="test")
     with open(os.path.join(local, dataset.MANIFEST), "w") as f:

@@ -76,7 +76,9 @@ def parse_spec(schema, record_type: str = "Example") -> dict:
     ``"sequence_features"`` for SequenceExample. Entries: ``{"type": "FixedLenFeature", "shape":
     [...], "dtype": ...}`` (non-nullable scalars and fixed-size lists), ``{"type": "VarLenFeature",
     "dtype": ...}`` (variable or nullable), ``{"type": "FixedLenSequenceFeature", "shape": [...]}``
-    or ``{"type": "RaggedFeature"}`` for feature lists. dtype is one of :data:`DTYPE`'s values."""
+    or ``{"type": "RaggedFeature"}`` for feature lists; the export adds ``{"type": "SparseFeature",
+    "index_key": ..., "value_key": ..., "size": n}`` for a sparse ML vector column (written as two
+    list features). dtype is one of :data:`DTYPE`'s values."""
     import pyarrow as pa
 
     features, sequence = {}, {}
@@ -117,6 +119,8 @@ def tf_parse_spec(spec: dict):
             return tf.io.FixedLenSequenceFeature(entry["shape"], dtype, allow_missing=entry.get("allow_missing", True))
         if kind == "RaggedFeature":
             return tf.io.RaggedFeature(dtype)
+        if kind == "SparseFeature":  # a tf.SparseTensor of dense shape [batch, size]
+            return tf.io.SparseFeature(entry["index_key"], entry["value_key"], dtype, entry["size"])
         raise ValueError(f"unknown feature type {kind!r}")
 
     context = {k: build(v) for k, v in spec.get("features", {}).items()}

@@ -14,6 +14,7 @@ from tfhadoop.spark.export_plan import (
     Source,
     apply_exact,
     check_label,
+    check_pad,
     exact_plan,
     load_source,
     shard_count,
@@ -23,6 +24,7 @@ from tfhadoop.spark.export_profile import merge_profile, profile_exprs
 from tfhadoop.spark.export_rewrite import dataset_to_rewrite, rewrite_into
 from tfhadoop.spark.export_schema import manifest_of
 from tfhadoop.spark.export_sequences import struct_lists_as_feature_lists
+from tfhadoop.spark.export_vectors import sparse_vectors_as_pairs
 from tfhadoop.spark.export_write import DatasetFS, finalize_files, write_text
 
 log = logging.getLogger(__name__)
@@ -84,10 +86,12 @@ def _export_into(spark, opts: ExportOptions, staging: str, t0: float) -> dict:
     if opts.partition_by and opts.partition_by not in source.columns:
         raise CommandError(f"--partition-by {opts.partition_by!r} is not a column of the input")
     check_label(source, opts.label)
+    check_pad(source, opts.pad)
     original_schema = source.schema
     single_steps: set[str] = set()
     if opts.record_type == "SequenceExample":  # arrays of structs: a feature list per field
         source, single_steps = struct_lists_as_feature_lists(source)
+    source, sparse_sizes = sparse_vectors_as_pairs(source)  # sparse ML vectors: indices + values
     exact = exact_plan(source, opts)
     files, split_info, profile = [], {}, None
     for split, frame in split_frames(source, opts).items():
@@ -116,4 +120,4 @@ def _export_into(spark, opts: ExportOptions, staging: str, t0: float) -> dict:
     if sum(f["records"] for f in files) == 0:
         raise CommandError("the export produced no records: the input is empty (nothing written)")
     return manifest_of(opts, source, profile, files, split_info, time.monotonic() - t0, exact, original_schema,
-                       single_steps)
+                       single_steps, sparse_sizes)

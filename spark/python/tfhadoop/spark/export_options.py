@@ -31,6 +31,9 @@ class ExportOptions:
     master: str | None = None
     label: str | None = None
     exact_columns: tuple = ()  # double/decimal columns written exactly instead of as float32
+    # variable-length list column -> the value a dense model input is padded with (0 without one);
+    # recorded in the parse spec, so every training of the dataset pads alike
+    pad: dict = field(default_factory=dict)
 
     def __post_init__(self):
         sources = [s for s in (self.table, self.query, self.input) if s]
@@ -69,6 +72,26 @@ def parse_splits(text: str | None) -> dict:
 
 
 
+def parse_pad(text: str | dict | None) -> dict:
+    """``hist=-1,tags=<pad>`` -> {"hist": -1, "tags": "<pad>"}: an integer, a number or a string."""
+    if isinstance(text, dict) or not text:
+        return dict(text or {})
+    out: dict = {}
+    for part in text.split(","):
+        name, sep, value = part.partition("=")
+        if not sep or not name.strip():
+            raise CommandError(f"--pad entries look like column=value, not {part!r}")
+        for kind in (int, float):
+            try:
+                out[name.strip()] = kind(value)
+                break
+            except ValueError:
+                continue
+        else:
+            out[name.strip()] = value
+    return out
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     src = p.add_argument_group("source (exactly one)")
     src.add_argument("--table", help="a Hive table, db.table")
@@ -91,6 +114,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--label", help="the label column: checked to be one value per record (not a vector or array)")
     p.add_argument("--exact-columns", help="double/decimal columns to write exactly (int64 or decimal text) "
                                            "instead of float32, comma-separated")
+    p.add_argument("--pad", help="the padding value of variable-length list columns a model takes as a dense "
+                                 "input, e.g. hist=-1,tags=<pad> (default 0 or the empty string); recorded in "
+                                 "the parse spec")
     p.add_argument("--master", help="Spark master: local[N] (default local[2]) or yarn")
 
 
@@ -101,4 +127,5 @@ def options_from_args(args) -> ExportOptions:
                          partition_by=args.partition_by, splits=parse_splits(args.split), split_key=args.split_key,
                          record_type=args.record_type, overwrite=args.overwrite, master=args.master,
                          label=args.label, exact_columns=tuple(c.strip() for c in (args.exact_columns or "").split(",")
-                                                               if c.strip()))
+                                                               if c.strip()),
+                         pad=parse_pad(args.pad))

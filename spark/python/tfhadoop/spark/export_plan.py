@@ -132,3 +132,20 @@ def check_label(df, label: str | None) -> None:
         if is_vector(t) or isinstance(t, (ArrayType, StructType)):
             kind = "a vector" if is_vector(t) else f"of type {t.simpleString()}"
             raise CommandError(f"--label {name!r} is {kind}; a label must be one number or string per record")
+
+
+def check_pad(df, pad: dict) -> None:
+    """``--pad`` names array columns, each with a value of the array's element kind (a number for
+    numbers, text for strings): checked before any record is written."""
+    from pyspark.sql.types import ArrayType, BinaryType, StringType
+
+    types = {f.name: f.dataType for f in df.schema.fields}
+    for name, value in pad.items():
+        t = types.get(name)
+        if not isinstance(t, ArrayType) or isinstance(t.elementType, ArrayType):
+            kind = "not a column of the input" if t is None else f"of type {t.simpleString()}"
+            raise CommandError(f"--pad {name!r} is {kind}; padding applies to a list column (array<...>)")
+        text = isinstance(t.elementType, (StringType, BinaryType))
+        integral = t.elementType.typeName() in ("long", "integer", "short", "byte", "boolean")
+        if text != isinstance(value, str) or (integral and not isinstance(value, int)):
+            raise CommandError(f"--pad {name}={value!r} does not fit the column's {t.simpleString()}")

@@ -40,7 +40,7 @@ def dataset_to_rewrite(spark, opts: ExportOptions) -> dict | None:
     given = [flag for flag, value in (("--split", opts.splits), ("--split-key", opts.split_key),
                                       ("--partition-by", opts.partition_by), ("--shards", opts.shards),
                                       ("--records-per-shard", opts.records_per_shard),
-                                      ("--exact-columns", opts.exact_columns),
+                                      ("--exact-columns", opts.exact_columns), ("--pad", opts.pad),
                                       ("--label", opts.label if opts.label != old.get("label") else None)) if value]
     if given:
         raise CommandError(f"--input {opts.input} is a tfhadoop dataset ({MANIFEST}): it is rewritten with its "

@@ -9,6 +9,7 @@ from tfhadoop.connectors import dataset
 from tfhadoop.errors import CommandError
 from tfhadoop.spark.export_plan import is_vector
 from tfhadoop.spark.export_profile import float32_loss
+from tfhadoop.spark.export_vectors import sparse_entries
 
 
 def arrow_schema(profile, partition_by=None, record_type="Example", single_steps: Collection[str] = ()):
@@ -76,10 +77,15 @@ def arrow_schema(profile, partition_by=None, record_type="Example", single_steps
 
 
 def manifest_of(opts, source, profile, files, split_info, seconds, exact=None, original_schema=None,
-                single_steps: Collection[str] = ()) -> dict:
+                single_steps: Collection[str] = (), sparse_sizes: dict[str, int] | None = None) -> dict:
     exact = exact or {}
     schema = arrow_schema(profile, opts.partition_by, opts.record_type, single_steps)
-    spec = dataset.parse_spec(schema, opts.record_type)
+    spec = sparse_entries(dataset.parse_spec(schema, opts.record_type), sparse_sizes or {})
+    for name, entry in spec["features"].items():  # a dense input narrower than this fails at submit
+        if entry["type"] == "VarLenFeature" and profile["maxlen"].get(name) is not None:
+            entry["max_length"] = int(profile["maxlen"][name])
+        if entry["type"] == "VarLenFeature" and name in opts.pad:  # a fixed-length list needs no padding
+            entry["pad"] = opts.pad[name]
     for name, how in exact.items():  # the parse spec says how an exact column is to be read
         for group in spec.values():
             if name in group:

@@ -18,6 +18,7 @@ import uuid
 from tfhadoop.connectors.dataset import MANIFEST
 from tfhadoop.errors import CommandError
 from tfhadoop.spark.export import ExportOptions, parse_splits, run_export
+from tfhadoop.spark.export_options import parse_pad
 
 # Leaves whose rows are fixed by the files they read (or by the plan text itself, as a range).
 _PINNED_LEAVES = {"LogicalRelation", "HiveTableRelation", "Range", "OneRowRelation"}
@@ -25,7 +26,7 @@ _PINNED_LEAVES = {"LogicalRelation", "HiveTableRelation", "Range", "OneRowRelati
 _UNPINNED = re.compile(r'"class"\s*:\s*"[\w.]*\.(PythonUDF|ScalaUDF|ScalaUDAF|PythonUDAF|Rand|Randn|Uuid|Shuffle|'
                        r'MonotonicallyIncreasingID|CurrentTimestamp|Now|CurrentDate|InputFileName)"')
 # Export options of ``fit`` (named as ``tfhadoop export``'s flags); the rest are fixed by fit.
-FIT_EXPORT_OPTIONS = ("split", "split_key", "shards", "records_per_shard", "compression", "exact_columns")
+FIT_EXPORT_OPTIONS = ("split", "split_key", "shards", "records_per_shard", "compression", "exact_columns", "pad")
 
 
 def _files_state(spark, paths: list[str]) -> list:
@@ -115,10 +116,11 @@ def export_options(opts: dict) -> dict:
     exact = opts.get("exact_columns") or ()
     if isinstance(exact, str):
         exact = [c.strip() for c in exact.split(",") if c.strip()]
+    pad = dict(sorted(parse_pad(opts.get("pad")).items()))
     return {"splits": parse_splits(split) if isinstance(split, str) or split is None else dict(split),
             "split_key": opts.get("split_key"), "shards": opts.get("shards"),
             "records_per_shard": opts.get("records_per_shard"), "compression": opts.get("compression") or ExportOptions.compression,
-            "exact_columns": tuple(exact)}
+            "exact_columns": tuple(exact), **({"pad": pad} if pad else {})}  # no pad: fingerprints as before
 
 
 def export_or_reuse(spark, source, label: str, options: dict, dataset: str | None, default_fs: str, user: str,

@@ -4,14 +4,16 @@
 and a fixed-length one as a dense tensor. A Keras model says what it takes per input:
 ``Input(ragged=True)`` a ``tf.RaggedTensor`` (a user's last N item ids, no padding),
 ``Input(sparse=True)`` a ``tf.SparseTensor`` whose dense shape is the input's width, any other
-input a dense tensor (a variable-length list zero-padded to the input's width, or to the batch's
-longest where the input leaves its width open; a longer list is an error, never cut). One mapping,
+input a dense tensor (a variable-length list padded to the input's width, or to the batch's
+longest where the input leaves its width open; a longer list is an error, never cut). The padding
+value is 0 (the empty string for strings) unless the parse spec's entry declares one (``"pad"``,
+from ``tfhadoop export --pad``). One mapping,
 built once per model, used by every path that feeds it (PS closures, the allreduce ring, eval,
 the submit-time check).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import tensorflow as tf
@@ -25,9 +27,20 @@ SPARSE: FeedKind = "sparse"
 @dataclass(frozen=True)
 class Feed:
     """One model input's wish: its kind, and for a sparse input its width (the dense shape's last
-    dimension; None when the input leaves it open)."""
+    dimension; None when the input leaves it open); for a dense one the value lists are padded
+    with (None: 0 or the empty string)."""
     kind: FeedKind
     width: int | None = None
+    pad: int | float | str | None = None
+
+
+def with_padding(feeds: dict[str, Feed], parse_spec: dict) -> dict[str, Feed]:
+    """``feeds`` with the padding value each feature's parse-spec entry declares on its dense feed."""
+    out = dict(feeds)
+    for name, entry in parse_spec.get("features", {}).items():
+        if entry.get("pad") is not None and out.get(name, Feed(DENSE)).kind == DENSE:
+            out[name] = replace(out.get(name, Feed(DENSE)), pad=entry["pad"])
+    return out
 
 
 def model_feeds(model, features: list[str]) -> dict[str, Feed]:
@@ -86,6 +99,26 @@ def mismatch(name: str, inp, entry: dict) -> str | None:
     if entry.get("type") in SEQUENCE_KINDS and rank is not None and rank - 1 != per_example:
         return (f"has {rank - 1} dimensions per example but feature {name!r} is a feature list of "
                 f"{per_example} (steps first): declare it Input((None, ...), ragged=True)")
+    return too_narrow(name, spec, entry)
+
+
+def too_narrow(name: str, spec, entry: dict) -> str | None:
+    """Why a dense or sparse input of a known width cannot hold feature ``name``'s lists, or None:
+    a sparse vector of a larger size, or lists longer than the width (the export records the
+    longest as ``max_length``; a list is padded, never cut)."""
+    if isinstance(spec, tf.RaggedTensorSpec) or spec is None or spec.shape is None or spec.shape.rank != 2:
+        return None
+    width = spec.shape[-1]
+    kind = "sparse" if isinstance(spec, tf.SparseTensorSpec) else "dense"
+    if width is None:
+        return None
+    if entry.get("type") == "SparseFeature" and int(entry.get("size") or 0) > width:
+        return (f"is {kind} of width {width} but feature {name!r} is a sparse vector of size {entry['size']}: "
+                f"declare it Input(({entry['size']},), sparse=True)")
+    longest = entry.get("max_length")
+    if entry.get("type") == "VarLenFeature" and longest is not None and int(longest) > width:
+        return (f"is {kind} of width {width} but feature {name!r} holds lists of up to {longest} values (a list is "
+                f"padded to the width, never cut): declare it Input(({longest},)) or Input((None,), ragged=True)")
     return None
 
 
@@ -104,7 +137,8 @@ def feed(name: str, value, want: Feed | None):
             return tf.RaggedTensor.from_sparse(value)
         if kind == SPARSE:
             return within_width(name, value, width)
-        return tf.sparse.to_dense(within_width(name, value, width))  # padded with zeros to the width
+        pad = None if want is None or want.pad is None else tf.constant(want.pad, value.dtype)
+        return tf.sparse.to_dense(within_width(name, value, width), default_value=pad)  # padded to the width
     if kind == RAGGED and value.shape.rank and value.shape.rank >= 2:
         # a fixed-length list, every row its full length (a classmethod behind a decorator Pyright cannot see)
         return tf.RaggedTensor.from_tensor(value)  # pyright: ignore[reportAttributeAccessIssue]

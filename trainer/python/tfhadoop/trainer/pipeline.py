@@ -49,8 +49,8 @@ class Trainer:
         None: the spec's ``data``. A DataFrame or table is exported first (to ``dataset``, default
         a directory per source fingerprint under ``/user/<you>/.tfhadoop/fit-datasets``) unless an
         unchanged source was exported with the same options before. ``export``: ``split``,
-        ``split_key``, ``shards``, ``records_per_shard``, ``compression``, ``exact_columns`` as
-        in ``tfhadoop export``. Raises :class:`TrainingFailed` when the job fails."""
+        ``split_key``, ``shards``, ``records_per_shard``, ``compression``, ``exact_columns``, ``pad``
+        ({column: value}) as in ``tfhadoop export``. Raises :class:`TrainingFailed` when the job fails."""
         from tfhadoop import hadoop
 
         out = out or sys.stdout
@@ -155,7 +155,7 @@ class Model:
         on the executors; the SavedModel is loaded once per executor process. Inputs are matched
         to columns by the model's input names; a missing or mistyped column raises CommandError
         here, before any task runs."""
-        from tfhadoop.spark.predict import Scorer
+        from tfhadoop.spark.scorer import Scorer
 
         spark = df.sparkSession
         key = id(spark)

@@ -16,7 +16,7 @@ from typing import Literal
 import tensorflow as tf
 
 from tfhadoop.connectors.dataset import tf_parse_spec
-from tfhadoop.trainer.feeding import Feed, feed, model_feeds
+from tfhadoop.trainer.feeding import Feed, feed, model_feeds, with_padding
 from tfhadoop.trainer.keras_step import (
     label_columns,
     model_inputs,  # noqa: F401 - coordinator, validate and bench import it here
@@ -75,7 +75,7 @@ def parse_fn(parse_spec: dict, label, weight: str | None = None, feeds: dict[str
         if column not in context:
             where = "context features" if sequence is not None else "parse spec"
             raise ValueError(f"column {column!r} is not in the dataset's {where} ({sorted(context)})")
-    feeds = feeds or {}
+    feeds = with_padding(feeds or {}, parse_spec)  # a dense list padded with the value its entry declares
 
     def parse(serialized):
         if sequence is None:
