@@ -44,11 +44,16 @@ HEADLINE = [
     # b16 and c2 only: the trainer-vs-PSS `fit` headline (the full table is in ``rest``)
     Bench("bench_trainer_steps", ("--records", "600000", "--epochs", "3", "--skip", "overhead,a,b1,b16_1,wa,wb16,c1,wc2"),
           ("--records", "8000", "--epochs", "2", "--skip", "overhead,a,b1,b16_1,wa,wb16,c1,wc2"), 3.5),
-    # four jobs of 54-64 s (history: 2026-11-23) + the dataset
-    Bench("bench_allreduce", ("--epochs", "3", "--parts", "throughput"), ("--epochs", "1", "--parts", "throughput"), 4.5),
+    # issue 32's three ratios on the default export in one run: 5.3-5.8 min a run (2026-11-27 19:52-20:09)
+    Bench("bench_trainer_peers", ("--from-export", "--records", "200000", "--epochs", "3", "--skip", "a"),
+          ("--from-export", "--records", "20000", "--epochs", "2", "--task-records", "1000", "--skip", "a"), 5.5),
 ]
 
 REST = [
+    # four jobs of 54-64 s (history: 2026-11-23) + the dataset
+    Bench("bench_allreduce", ("--epochs", "3", "--parts", "throughput"), ("--epochs", "1", "--parts", "throughput"), 4.5),
+    # issue 30 §6: 60k records, 1 PS + 1 worker (one run, 2026-11-27 19:45; its duration was not recorded)
+    Bench("bench_ragged", ("--records", "60000",), ("--records", "4000", "--epochs", "2"), 4),
     Bench("bench_python_records", ("--hdfs",),
           ("--small-mb", "1", "--large-mb", "2", "--examples", "2000", "--repeat", "1", "--hdfs", "--hdfs-mb", "4"), 1.5),
     Bench("bench_predict", ("--rows", "200000", "--naive-rows", "50000"), ("--rows", "4000", "--naive-rows", "1000"), 3.5),
