@@ -1,7 +1,8 @@
 """Issue 30's done-when pipeline on the embedded cluster: a Hive table of variable-length and
 sparse features (a user's item history of 0..200 ids, a bag of tags, a sparse ML vector) ->
-``Trainer.fit`` (each column fed as the model's ``Input`` declares it) -> ``Model.transform``,
-whose scores equal the SavedModel's own on the same rows."""
+``Trainer.fit`` (each column fed as the model's ``Input`` declares it), in the PS mode and then
+allreduce on the same dataset -> ``Model.transform``, whose scores equal the SavedModel's own on
+the same rows."""
 from __future__ import annotations
 
 import io
@@ -49,7 +50,6 @@ def _rows(n: int, seed: int) -> list[tuple]:
 
 def test_variable_length_and_sparse_columns_train_and_score_as_the_saved_model_does(spark, hadoop_cluster, tmp_path):
     os.environ["TF_USE_LEGACY_KERAS"] = "1"
-    import tensorflow as tf
     from pyspark.ml.linalg import VectorUDT
     from pyspark.sql.types import ArrayType, DoubleType, LongType, StringType, StructField, StructType
 
@@ -76,9 +76,26 @@ def test_variable_length_and_sparse_columns_train_and_score_as_the_saved_model_d
                            "dtype": "float32", "size": models.VECTOR_SIZE}, spec
     assert spec["item_history"]["max_length"] == 200 and spec["tags"]["type"] == "VarLenFeature", spec
 
+    _assert_scores_are_the_saved_model_s(spark, model, table, rows, tmp_path / "saved")
+
+    # The other strategy (§1: both): allreduce, 2 workers, on the same dataset; each epoch exactly once
+    ring_out = io.StringIO()
+    ring = Trainer(model="pipeline_test_models:user_features", python_path=[str(HERE)], label="label",
+                   strategy="allreduce", workers=2, epochs=2, batch_size=32, task_records=100, worker_memory="1g",
+                   checkpoint_dir=f"{run}/ring-ckpt", export_dir=f"{run}/ring-model").fit(model.dataset, out=ring_out)
+    assert "training SUCCEEDED" in ring_out.getvalue(), ring_out.getvalue()
+    train_rows = load(model.dataset).records("train")
+    assert [e["examples"] for e in ring.metrics["epochs"]] == [train_rows] * 2, ring.metrics["epochs"]
+    _assert_scores_are_the_saved_model_s(spark, ring, table, rows, tmp_path / "ring-saved")
+
+
+def _assert_scores_are_the_saved_model_s(spark, model, table: str, rows: list[tuple], local) -> None:
+    """``transform``'s scores of the table equal the SavedModel's own on the same rows, in order."""
+    import tensorflow as tf
+
     got = model.transform(spark.table(table)).orderBy("user_id").collect()
     assert [r.user_id for r in got] == list(range(ROWS))
-    saved = _local_model(model.path, tmp_path / "saved")
+    saved = _local_model(model.path, local)
     vectors = np.array([r[3].toArray() for r in rows], np.float32)
     want = saved({"item_history": tf.ragged.constant([r[1] for r in rows], dtype=tf.int64, ragged_rank=1),
                   "tags": tf.ragged.constant([r[2] for r in rows], dtype=tf.string, ragged_rank=1),
