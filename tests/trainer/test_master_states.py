@@ -242,7 +242,9 @@ def test_coordinator_success_ends_the_job(master):
 
 def test_all_workers_preempted_at_once_are_replaced_and_training_waits_for_them(master):
     """Row 5c/5d: every worker preempted in the same round: each replaced at once (not counted),
-    the coordinator keeps running (its closures wait for workers), nothing fails."""
+    the coordinator keeps running while none is back (its closures wait for workers), nothing
+    fails; once both serve again it is restarted from the checkpoint (rescaled, not drained)
+    rather than left to reconnect to all of them (which left it silent: the cluster test)."""
     from tfhadoop.trainer import ps_master as m
 
     bring_up(master)
@@ -253,10 +255,18 @@ def test_all_workers_preempted_at_once_are_replaced_and_training_waits_for_them(
     assert master.step() is None and master.state == m.State.TRAINING
     assert master.restarts == {} and master.coordinator.poll() is None
     assert event_kinds(master)[2:] == ["container_lost", "replacement_requested"] * 2
+    old = master.coordinator
     master.app.serve("worker", 0, "h:10")
-    master.app.serve("worker", 1, "h:11")  # back at the same addresses: they rejoin, no restart
+    master.step()  # one back: the coordinator goes on
+    assert master.state == m.State.TRAINING and master.coordinator is old and old.poll() is None
+    master.app.serve("worker", 1, "h:11")  # both back, at the same addresses
     master.step()
-    assert event_kinds(master).count("replacement_up") == 2 and event_kinds(master).count("coordinator_started") == 1
+    assert event_kinds(master).count("replacement_up") == 2 and master.state == m.State.WAITING
+    assert old.returncode == -9 and master.events.events[-1]["event"] == "rescaled"
+    assert master.events.events[-1]["drained"] is False and master.coordinator is not old
+    master.step()
+    assert master.state == m.State.TRAINING and event_kinds(master).count("coordinator_started") == 2
+    assert master.restarts == {} and "coordinator_failed" not in event_kinds(master)
 
 
 LOST_NODE = "Container released on a *lost* node"  # YARN's diagnostics for exit status -100

@@ -98,7 +98,7 @@ class CoordinatorHandling:
         did since is what those workers' loss took anyway."""
         given = self.given["worker"] if self.given else []
         moved = any(self.cluster["worker"][i] != address for i, address in enumerate(given))
-        if moved and self.given_slots and set(self.given_slots) <= self.lost_since_begin:
+        if moved and self.every_worker_lost():
             self.events.add(K.RESCALED, role="chief", workers=len(self.cluster["worker"]), drained=False,
                             why="every worker the coordinator began with was lost; one came back elsewhere")
             self.stop_coordinator()
@@ -108,6 +108,23 @@ class CoordinatorHandling:
         self.rescale_pending = True
         self.events.add(K.RESCALE_REQUESTED, role="chief", workers=len(self.cluster["worker"]))
         return self.State["RESCALING"]
+
+    def on_all_workers_back(self):
+        """Every worker the coordinator began with was lost (all preempted at once) and each is
+        back at its address: restart the coordinator from the latest checkpoint rather than let
+        TensorFlow reconnect it to all of them. That recovery left it silent, its closures never
+        finishing, until the hang watchdog killed it 120 s later (seen 3 times in CI and here,
+        2026-11-26/27; cause inside TensorFlow not established). Nothing is lost by it: without
+        a worker it took no step since the losses."""
+        self.events.add(K.RESCALED, role="chief", workers=len(self.cluster["worker"]), drained=False,
+                        why="every worker the coordinator began with was lost; all are back")
+        self.stop_coordinator()
+        self.spawn_coordinator(planned=True)
+        return self.State["WAITING"]
+
+    def every_worker_lost(self) -> bool:
+        """Every worker of the current coordinator's spec was lost since it began."""
+        return bool(self.given_slots) and set(self.given_slots) <= self.lost_since_begin
 
     def on_progress(self) -> None:
         """The coordinator's first progress: how long a start or restart took."""
@@ -283,6 +300,9 @@ class CoordinatorHandling:
             return
         if self.state == self.State["TRAINING"] and self.cluster != self.given and not missing:
             self.dispatch(self.Event["SPEC_CHANGED"])
+        elif self.state == self.State["TRAINING"] and self.every_worker_lost() and not missing \
+                and self.workers_alive() >= len(self.given_slots):
+            self.dispatch(self.Event["ALL_WORKERS_BACK"])
         if not self.first_progress_seen:
             progress = self.app.kv.get(protocol.KV_PROGRESS)
             if progress is not None and progress != self.progress_at_begin:

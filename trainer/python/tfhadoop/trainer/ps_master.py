@@ -67,6 +67,7 @@ class Event(str, enum.Enum):
     SERVERS_UP = "servers_up"  # every server of the spec serves, beats, and the backoff is over
     SERVERS_LATE = "servers_late"  # ... not within --startup-timeout of the coordinator's start
     SPEC_CHANGED = "spec_changed"  # the spec differs from the coordinator's and all its servers serve
+    ALL_WORKERS_BACK = "all_workers_back"  # every worker the coordinator began with was lost; all serve again
     PROGRESS = "progress"  # the coordinator reported progress since it was given the spec
     COORDINATOR_STALE = "coordinator_stale"  # its heartbeat is silent, or it is stuck in one phase
     COORDINATOR_EXITED = "coordinator_exited"
@@ -110,6 +111,9 @@ TRANSITIONS: dict[Event, Rule] = {
     Event.SPEC_CHANGED: Rule(frozenset({S.TRAINING}), frozenset({S.RESCALING, S.WAITING}),
                              "ask the coordinator to checkpoint and exit 75; when every worker it "
                              "began with was lost (it cannot drain), restart it from the checkpoint now"),
+    Event.ALL_WORKERS_BACK: Rule(frozenset({S.TRAINING}), frozenset({S.WAITING}),
+                                 "restart the coordinator from the checkpoint now (rescaled, drained false): "
+                                 "TensorFlow's recovery of every worker at once can leave it silent"),
     Event.PROGRESS: Rule(frozenset({S.TRAINING, S.RESCALING}), frozenset(),
                          "event first_progress (once per coordinator)", stay=True),
     Event.COORDINATOR_STALE: Rule(frozenset({S.TRAINING, S.RESCALING}), frozenset({S.WAITING, S.FAILED}),
@@ -166,6 +170,7 @@ class PsMaster(CoordinatorHandling, MasterCore):
             Event.SERVERS_UP: self.on_servers_up,
             Event.SERVERS_LATE: self.on_servers_late,
             Event.SPEC_CHANGED: self.on_spec_changed,
+            Event.ALL_WORKERS_BACK: self.on_all_workers_back,
             Event.PROGRESS: self.on_progress,
             Event.COORDINATOR_STALE: self.on_coordinator_stale,
             Event.COORDINATOR_EXITED: self.on_coordinator_exited,
