@@ -99,11 +99,7 @@ class CoordinatorHandling:
         given = self.given["worker"] if self.given else []
         moved = any(self.cluster["worker"][i] != address for i, address in enumerate(given))
         if moved and self.every_worker_lost():
-            self.events.add(K.RESCALED, role="chief", workers=len(self.cluster["worker"]), drained=False,
-                            why="every worker the coordinator began with was lost; one came back elsewhere")
-            self.stop_coordinator()
-            self.spawn_coordinator(planned=True)
-            return self.State["WAITING"]
+            return self.restart_undrained("every worker the coordinator began with was lost; one came back elsewhere")
         self.process.request_rescale()
         self.rescale_pending = True
         self.events.add(K.RESCALE_REQUESTED, role="chief", workers=len(self.cluster["worker"]))
@@ -116,8 +112,11 @@ class CoordinatorHandling:
         finishing, until the hang watchdog killed it 120 s later (seen 3 times in CI and here,
         2026-11-26/27; cause inside TensorFlow not established). Nothing is lost by it: without
         a worker it took no step since the losses."""
-        self.events.add(K.RESCALED, role="chief", workers=len(self.cluster["worker"]), drained=False,
-                        why="every worker the coordinator began with was lost; all are back")
+        return self.restart_undrained("every worker the coordinator began with was lost; all are back")
+
+    def restart_undrained(self, why: str):
+        """Restart the coordinator from the latest checkpoint now, without asking it to drain."""
+        self.events.add(K.RESCALED, role="chief", workers=len(self.cluster["worker"]), drained=False, why=why)
         self.stop_coordinator()
         self.spawn_coordinator(planned=True)
         return self.State["WAITING"]
