@@ -70,9 +70,9 @@ def no_training_job_left_running(request):
         return  # the ResourceManager is not reachable: nothing to clean up through it
     left = [a["id"] for a in apps if a.get("name") == "tfhadoop-train"]
     if left:
-        import skein
+        from tfhadoop.yarn.client import skein_client
 
-        with skein.Client(log=False) as client:
+        with skein_client(log=False) as client:
             for app in left:
                 try:
                     client.kill_application(app)

@@ -116,14 +116,14 @@ def cluster_idle(conf) -> bool:
 def diagnosis(hadoop_cluster, run) -> str:
     """What a timed-out wait reports: the job's events, the cluster's live applications and their
     containers, and the tail of every container log of the embedded cluster's NodeManagers."""
-    import skein
+    from tfhadoop.yarn.client import skein_client
 
     parts = []
     try:
         parts.append("events:\n" + "\n".join(json.dumps(e) for e in events(run)))
     except Exception as e:  # noqa: BLE001 - not written yet is itself the answer
         parts.append(f"events: {e!r}")
-    with skein.Client() as client:
+    with skein_client() as client:
         for app in client.get_applications(states=["SUBMITTED", "ACCEPTED", "RUNNING"]):
             parts.append(f"application {app.id} {app.name} {app.state} queue={app.queue} "
                          f"usage={app.usage}")
@@ -191,10 +191,10 @@ def kv(app: str, key: str):
     """The JSON value of ``key`` in a running job's key-value store (None when absent)."""
     import atexit
 
-    import skein
+    from tfhadoop.yarn.client import skein_client
 
     if not _SKEIN:
-        _SKEIN.append(skein.Client(log=False))
+        _SKEIN.append(skein_client(log=False))
         atexit.register(_SKEIN[0].close)
     raw = _SKEIN[0].connect(app, wait=False).kv.get(key)
     return json.loads(raw.decode()) if raw else None

@@ -40,14 +40,14 @@ def job_on_an_extra_node(hadoop_cluster, start: Callable[[], tuple[Any, subproce
     2 x 6 GB (+ its 256 MB master) leaves 2 GB on one in-process node, room for the job's 2 GB
     master only; the roles then fit nowhere but on the extra node, started once that master runs.
     On leaving: the job's process, the filler and the extra node are stopped, whatever happened."""
-    import skein
+    from tfhadoop.yarn.client import skein_client
 
     if hadoop_cluster.embedded is None:
         pytest.skip("needs the embedded cluster (an extra NodeManager is started and killed)")
     jobs.wait(lambda: jobs.cluster_idle(hadoop_cluster.conf), 120, "the cluster's containers of earlier tests to end")
     nm = filler = proc = None
     try:
-        with skein.Client() as client:
+        with skein_client() as client:
             filler = held = hold_containers(client, "filler", queue="default", instances=2, memory=6144)
             jobs.wait(lambda: len(held.get_containers(states=["RUNNING"])) == 2, 120, "the filler's containers")
             run, proc = start()

@@ -36,14 +36,15 @@ def preempt_a_worker(hadoop_cluster, run, proc, back, alone_timeout: float = 180
     container of `train`, a worker; the job must train two more epochs with the other worker while
     the replacement waits, then gets the resources back. Once ``back(app_id)`` says the replacement
     takes part and two more epochs are checkpointed, `tfhadoop stop` ends it: exit status 0."""
-    import skein
+
+    from tfhadoop.yarn.client import skein_client
 
     urgent = None
     app = jobs.app_id(proc)
     diagnose = lambda: jobs.diagnosis(hadoop_cluster, run)  # noqa: E731
     try:
         jobs.wait_epochs(hadoop_cluster, run, proc, 2)
-        with skein.Client() as client:
+        with skein_client() as client:
             urgent = hold_containers(client, "urgent", queue="urgent", instances=3, memory=2048)
             lost = jobs.wait(lambda: jobs.lost_events(run), 120, "a preempted container", diagnose)
             assert lost[0]["role"] == "worker" and lost[0]["diagnostics"] == "Container preempted by scheduler", lost

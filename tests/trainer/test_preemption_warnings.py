@@ -194,7 +194,9 @@ def test_the_am_agent_goes_to_the_application_master_only(tmp_path, monkeypatch)
     (tmp_path / protocol.AM_AGENT_JAR).write_bytes(b"PK")
     spec = application_spec(JobSpec.from_dict(base), manifest, "/tmp/job.json")
     assert spec.master.files[protocol.AM_AGENT_JAR].source.endswith(f"{tmp_path}/{protocol.AM_AGENT_JAR}")
-    assert spec.master.env["JAVA_TOOL_OPTIONS"] == "-javaagent:./am-agent.jar=preemption_warnings.jsonl"
+    # a lean JVM, and the agent last (a Kerberized NodeManager glues its options onto it)
+    assert spec.master.env["JAVA_TOOL_OPTIONS"] == \
+        "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -javaagent:./am-agent.jar=preemption_warnings.jsonl"
     for service in spec.services.values():  # the roles' JVMs (libhdfs) never load it
         assert "JAVA_TOOL_OPTIONS" not in service.env and protocol.AM_AGENT_JAR not in service.files
 
@@ -309,3 +311,6 @@ def test_the_nodemanagers_java_tool_options_survive_the_agents():
     merged = protocol.AM_AGENT_OPTION + ":-Djava.security.krb5.conf=/x/krb5.conf"
     assert protocol.without_am_agent(merged) == "-Djava.security.krb5.conf=/x/krb5.conf"
     assert protocol.without_am_agent(protocol.AM_AGENT_OPTION) == ""
+    ours = protocol.am_java_tool_options()  # what submit sets: the JVM flags, then the agent
+    assert ours.endswith(protocol.AM_AGENT_OPTION) and protocol.without_am_agent(ours) == ""
+    assert protocol.without_am_agent(ours + ":-Djava.security.krb5.conf=/x/krb5.conf") == "-Djava.security.krb5.conf=/x/krb5.conf"

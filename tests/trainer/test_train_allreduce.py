@@ -172,11 +172,12 @@ def test_gang_timeout_then_min_workers_scale_up_and_a_hung_training_process(hado
     One job serves the three cases (CI time); B is given more epochs than it can train in the
     test's time (so the stop always lands mid-training however fast the host is) and is killed
     once the re-formed ring has trained two more epochs, checked exactly once each."""
-    import skein
+
+    from tfhadoop.yarn.client import skein_client
 
     epochs, round_timeout = 1000, 30
     hog = stopped = None
-    with skein.Client() as client:
+    with skein_client() as client:
         hog = held = hold_containers(client, "gpu-hog", queue="default", instances=3, memory=512, gpus=1)
         try:
             jobs.wait(lambda: len(held.get_containers(services=["task"], states=["RUNNING"])) == 3, 120, "3 GPUs held")

@@ -62,7 +62,7 @@ def _train_and_stop(hadoop_cluster, dataset, role_key: str, workers: int, epochs
     `tfhadoop stop`ped once ``until(run)()`` holds (``epochs``: jobs.ENDLESS). Returns
     ``run, proc, up, t_stop, out, err, observed`` once the job has ended (the process is SIGCONTed
     then, in case YARN did not kill it)."""
-    import skein
+    from tfhadoop.yarn.client import skein_client
 
     run, proc = jobs.train(hadoop_cluster, dataset, background=True,
                            extra=["--workers", str(workers), "--epochs", str(epochs), "--hang-timeout", str(hang_timeout),
@@ -70,7 +70,7 @@ def _train_and_stop(hadoop_cluster, dataset, role_key: str, workers: int, epochs
     stopped = None
     try:
         app_id = jobs.app_id(proc)
-        with skein.Client() as client:  # started first: a loaded machine takes many seconds to start its JVM
+        with skein_client() as client:  # started first: a loaded machine takes many seconds to start its JVM
             kv = client.connect(app_id).kv
             _wait_training_in_epoch_1(hadoop_cluster, run, proc, kv)
             up = json.loads(kv[role_key].decode())
@@ -130,7 +130,7 @@ def test_hung_worker_is_killed_and_replaced(hadoop_cluster, dataset, tmp_path):
 
 
 def test_killed_application_master_resumes_in_attempt_2(hadoop_cluster, dataset):
-    import skein
+    from tfhadoop.yarn.client import skein_client
 
     # Endless epochs: still training when the AM is killed, stopped two epochs into attempt 2.
     steps_per_epoch = 2400 // 300 * -(-300 // 32)  # 8 tasks of 10 steps; a checkpoint at each epoch's end
@@ -140,7 +140,7 @@ def test_killed_application_master_resumes_in_attempt_2(hadoop_cluster, dataset)
         app_id = jobs.app_id(proc)
         jobs.wait(lambda: (jobs.state_epoch(run) or 0) >= 2 or proc.poll() is not None, 300, "two epochs")
         assert proc.poll() is None, proc.communicate()[1][-3000:]
-        with skein.Client() as client:
+        with skein_client() as client:
             progress = json.loads(client.connect(app_id).kv["progress"].decode())
         os.kill(_am_pid(app_id), signal.SIGKILL)
         t_kill = time.time()
@@ -240,7 +240,7 @@ def test_hdfs_safe_mode_during_checkpoints_is_waited_out(hadoop_cluster, dataset
     """Row 4: the NameNode refuses every write for >= 20 s (safe mode) while checkpoints are due:
     the save is retried with backoff, the job goes on and succeeds with exact counts; the event log
     names the retries (written once HDFS takes writes again)."""
-    import skein
+    from tfhadoop.yarn.client import skein_client
 
     if hadoop_cluster.embedded is None:
         pytest.skip("needs the embedded cluster (its NameNode is put into safe mode)")
@@ -254,7 +254,7 @@ def test_hdfs_safe_mode_during_checkpoints_is_waited_out(hadoop_cluster, dataset
         assert proc.poll() is None, proc.communicate()[1][-3000:]
         _safemode(hadoop_cluster, "enter")
         entered = began = time.time()
-        with skein.Client() as client:
+        with skein_client() as client:
             kv = client.connect(app_id).kv
             jobs.wait(lambda: b'"hdfs_retry"' in (kv.get("events") or b"") or proc.poll() is not None, 120,
                       "a retried checkpoint")
@@ -372,7 +372,7 @@ def test_every_worker_preempted_at_once_the_job_waits_then_trains_on(hadoop_clus
     fits). `urgent` asks 3 x 2 GB (+ its master): to bring it to its share the preemption monitor
     must take back more than 3.5 GB from `train`, and takes its newest containers, both workers;
     while `urgent` holds its containers, no 3.5 GB replacement fits on either node."""
-    import skein
+    from tfhadoop.yarn.client import skein_client
 
     # endless epochs (16 once ended before the losses), stopped two epochs after both replacements serve
     steps_per_epoch = 2400 // 300 * -(-300 // 32)
@@ -384,7 +384,7 @@ def test_every_worker_preempted_at_once_the_job_waits_then_trains_on(hadoop_clus
     try:
         app_id = jobs.app_id(proc)
         jobs.wait_epochs(hadoop_cluster, run, proc, 1)
-        with skein.Client() as client:
+        with skein_client() as client:
             kv = client.connect(app_id).kv
             urgent = hold_containers(client, "urgent", queue="urgent", instances=3, memory=2048)
             lost = wait_for(lambda: len(jobs.lost_events(run)) >= 2 and jobs.lost_events(run), 120, "two preempted workers",

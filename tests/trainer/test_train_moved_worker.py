@@ -37,7 +37,7 @@ def _hold(port: int, timeout: float) -> socket.socket:
 @pytest.mark.cluster
 @pytest.mark.slow
 def test_replacement_at_a_new_address_joins_by_coordinated_restart(hadoop_cluster, dataset):
-    import skein
+    from tfhadoop.yarn.client import skein_client
 
     # endless epochs, stopped two epochs after the coordinated restart
     run, proc = jobs.train(hadoop_cluster, dataset, background=True,
@@ -49,7 +49,7 @@ def test_replacement_at_a_new_address_joins_by_coordinated_restart(hadoop_cluste
         assert proc.poll() is None, proc.communicate()[1][-3000:]
         up = next(e for e in jobs.events(run) if e["event"] == "cluster_up")
         old = up["cluster"]["worker"][up["slots"].index(1)]
-        with skein.Client() as client:
+        with skein_client() as client:
             app = client.connect(app_id)
             container = json.loads(app.kv["up/worker/1"].decode())["container"]
             app.kill_container(container)

@@ -110,14 +110,14 @@ def test_preempted_worker_is_replaced_and_rejoins_without_restart(hadoop_cluster
 
 
 def test_killed_parameter_server_resumes_from_checkpoint(hadoop_cluster, dataset, tmp_path):
-    import skein
+    from tfhadoop.yarn.client import skein_client
 
     run, proc = jobs.train(hadoop_cluster, dataset, background=True,
                            extra=["--workers", "2", "--epochs", str(jobs.ENDLESS)])
     try:
         app_id = jobs.app_id(proc)
         jobs.wait_epochs(hadoop_cluster, run, proc, 2)
-        with skein.Client() as client:
+        with skein_client() as client:
             app = client.connect(app_id)
             ps = [c for c in app.get_containers(services=["ps"]) if str(c.state) == "RUNNING"]
             assert len(ps) == 1
@@ -151,7 +151,7 @@ def test_killed_parameter_server_resumes_from_checkpoint(hadoop_cluster, dataset
 
 
 def test_starts_with_min_workers_then_scales_up(hadoop_cluster, dataset):
-    import skein
+    from tfhadoop.yarn.client import skein_client
 
     # A filler holding 3 of the cluster's 4 GPUs (2 per NodeManager) leaves ONE GPU for the
     # workers (1 GPU each): the job starts with --min-workers 1 and takes the second worker when
@@ -160,7 +160,7 @@ def test_starts_with_min_workers_then_scales_up(hadoop_cluster, dataset):
     # leave under 3 GB free on each node, depending on where the scheduler placed the filler's AM,
     # the master and the PS, so no 3 GB worker fit anywhere: a placement-dependent timeout.
     epochs = 30
-    with skein.Client() as client:
+    with skein_client() as client:
         filler = held = hold_containers(client, "filler", queue="default", instances=3, memory=512, gpus=1)
     try:
         jobs.wait(lambda: len(held.get_containers(states=["RUNNING"])) == 3, 120, "the filler's containers")

@@ -17,6 +17,7 @@ import pytest
 import skein
 
 from tests.waiting import wait_for
+from tfhadoop.yarn.client import skein_client as new_skein_client
 from tfhadoop.yarn.embedded import ClusterOptions
 from tfhadoop.yarn.history import PREEMPTED, container_exits
 from tfhadoop.yarn.logs import application_logs
@@ -44,7 +45,7 @@ def _wait_finished(client, app_id, timeout=120):
 
 @pytest.fixture(scope="module")
 def skein_client(hadoop_cluster):
-    with skein.Client() as client:
+    with new_skein_client() as client:
         yield client
 
 

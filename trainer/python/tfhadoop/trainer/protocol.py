@@ -20,6 +20,8 @@ from __future__ import annotations
 import getpass
 import os
 
+from tfhadoop.hadoop import LEAN_JVM_FLAGS
+
 # -- files in the job directory ----------------------------------------------------------------
 JOB_FILE = "job.json"
 EVENTS_FILE = "events.jsonl"
@@ -102,15 +104,29 @@ def ring_error_file(gen: int) -> str:
 # master's work dir), one JSON object a line: {"time": ms, "container": yarn container id,
 # "contract": "strict" | "negotiable"}.
 AM_AGENT_JAR = "am-agent.jar"
-ENV_JAVA_TOOL_OPTIONS = "JAVA_TOOL_OPTIONS"  # AM_AGENT_OPTION (AM JVM only)
+ENV_JAVA_TOOL_OPTIONS = "JAVA_TOOL_OPTIONS"  # am_java_tool_options() (AM JVM only)
 PREEMPTION_WARNINGS_FILE = "preemption_warnings.jsonl"
 AM_AGENT_OPTION = f"-javaagent:./{AM_AGENT_JAR}={PREEMPTION_WARNINGS_FILE}"
 
 
+# Skein's application master relays RPCs and heartbeats: a lean JVM.
+AM_JVM_FLAGS = " ".join(LEAN_JVM_FLAGS)
+
+
+def am_java_tool_options() -> str:
+    """The AM JVM's JAVA_TOOL_OPTIONS where the agent is shipped: its flags, then the agent's option,
+    which must stay last: a Kerberized NodeManager glues its own options on after a ':', and the
+    agent applies what was glued to its argument (without the agent, they would be lost)."""
+    return f"{AM_JVM_FLAGS} {AM_AGENT_OPTION}"
+
+
 def without_am_agent(java_tool_options: str) -> str:
-    """JAVA_TOOL_OPTIONS less the agent's option: what a NodeManager's admin environment set (a
-    Kerberized cluster's -Djava.security.krb5.conf=...), which YARN appends after a ':'."""
-    return java_tool_options.replace(AM_AGENT_OPTION, "", 1).lstrip(":").strip()
+    """JAVA_TOOL_OPTIONS less what :func:`am_java_tool_options` set: what a NodeManager's admin
+    environment set (a Kerberized cluster's -Djava.security.krb5.conf=...), which YARN appends after a ':'."""
+    for ours in (am_java_tool_options(), AM_AGENT_OPTION):
+        if java_tool_options.startswith(ours):
+            return java_tool_options[len(ours):].lstrip(":").strip()
+    return java_tool_options.strip()
 # The master's reaction, to the coordinator (files in the work dir, written whole then renamed):
 AVOID_WORKERS_FILE = "avoid_workers.json"  # [task index, ...]: hand these workers no new closure
 CHECKPOINT_SOON_FILE = "checkpoint_soon.json"  # {"reason", "within_s", "id"}: checkpoint now if one is

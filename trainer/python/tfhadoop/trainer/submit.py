@@ -61,12 +61,13 @@ def master_agent(env: dict, files: dict, agent: str | None) -> None:
     """Ship the AM agent with the master and load it into Skein's application master JVM: Skein
     puts the master's files in the AM container's working directory (and ``./*`` on the JVM's
     classpath) and gives the JVM the master's environment. The agent appends YARN's preemption
-    warnings to ``protocol.PREEMPTION_WARNINGS_FILE`` there, for the job master."""
+    warnings to ``protocol.PREEMPTION_WARNINGS_FILE`` there, for the job master. The JVM also
+    gets ``protocol.AM_JVM_FLAGS`` there."""
     import skein
 
     if agent:
         files[protocol.AM_AGENT_JAR] = skein.File(source=agent, type="file")
-        env[protocol.ENV_JAVA_TOOL_OPTIONS] = protocol.AM_AGENT_OPTION
+        env[protocol.ENV_JAVA_TOOL_OPTIONS] = protocol.am_java_tool_options()
 
 
 def application_spec(job: JobSettings, manifest, job_file: str, code: dict | None = None):

@@ -35,4 +35,6 @@ def skein_client(**kwargs):
     import skein
 
     require_yarn_command()
+    if "SKEIN_DRIVER_JAVA_OPTIONS" not in os.environ:  # Skein's own setting, which replaces ours
+        kwargs.setdefault("java_options", list(hadoop.LEAN_JVM_FLAGS))
     return skein.Client(**kwargs)

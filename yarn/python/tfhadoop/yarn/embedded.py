@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from tfhadoop.errors import CommandError
-from tfhadoop.hadoop import HadoopConf, default_state_dir, java_executable, java_home
+from tfhadoop.hadoop import LEAN_JVM_FLAGS, HadoopConf, default_state_dir, java_executable, java_home
 from tfhadoop.ports import free_port, port_is_free
 from tfhadoop.yarn.embedded_commands import read_classpath, write_commands
 from tfhadoop.yarn.embedded_health import cluster_health
@@ -95,7 +95,7 @@ class EmbeddedCluster:
         # cluster that the next `up` finds running, with nothing left to write.
         self._write_commands()
         cmd = [
-            java, f"-Xmx{options.jvm_heap}", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+            java, f"-Xmx{options.jvm_heap}", *LEAN_JVM_FLAGS,
             f"-Dlog4j.configuration=file:{self.state_dir / 'log4j.properties'}",
             # jvm-conf/: configuration the JVM writes for its own Configurations (--secure: SecureSetup)
             "-cp", os.pathsep.join([str(self.state_dir / "jvm-conf"), *cluster_cp]), MAIN_CLASS,

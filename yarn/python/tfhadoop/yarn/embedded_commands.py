@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from tfhadoop.errors import CommandError
-from tfhadoop.hadoop import jars_dir, java_executable
+from tfhadoop.hadoop import LEAN_JVM_FLAGS, jars_dir, java_executable
 
 LOG4J = """\
 log4j.rootLogger=INFO, file
@@ -33,7 +33,7 @@ CONF='{conf}'
 CLIENT_CP='{client_cp}'
 TOOLS_CP='{tools_cp}'
 JAVA='{java}'
-LOG="-Dlog4j.configuration=file:{log4j_cli}"
+LOG="{lean_jvm_flags} -Dlog4j.configuration=file:{log4j_cli}"
 [ -n "$KRB5_CONFIG" ] && LOG="$LOG -Djava.security.krb5.conf=$KRB5_CONFIG"
 cmd="$1"; [ $# -gt 0 ] && shift
 case "$cmd" in
@@ -52,7 +52,7 @@ HDFS_SHIM = """\
 #!/bin/sh
 # hdfs command of the tfhadoop embedded cluster (written by `tfhadoop cluster up`).
 cmd="$1"; [ $# -gt 0 ] && shift
-LOG="-Dlog4j.configuration=file:{log4j_cli}"
+LOG="{lean_jvm_flags} -Dlog4j.configuration=file:{log4j_cli}"
 [ -n "$KRB5_CONFIG" ] && LOG="$LOG -Djava.security.krb5.conf=$KRB5_CONFIG"
 case "$cmd" in
   dfs) exec '{java}' $LOG -cp '{conf}:{tools_cp}' org.apache.hadoop.fs.FsShell "$@" ;;
@@ -89,7 +89,7 @@ def write_commands(state_dir: Path, conf_dir: Path, bin_dir: Path, logs_dir: Pat
     fields = dict(
         conf=conf_dir, java=java_executable(), client_cp=os.pathsep.join(client_cp),
         tools_cp=os.pathsep.join(cluster_cp), hadoop_version=_hadoop_version(client_cp),
-        log4j_cli=state_dir / "log4j-cli.properties",
+        log4j_cli=state_dir / "log4j-cli.properties", lean_jvm_flags=" ".join(LEAN_JVM_FLAGS),
     )
     files = [(state_dir / "log4j.properties", LOG4J.format(log=logs_dir / "hadoop.log"), 0o644),
              (state_dir / "log4j-cli.properties", LOG4J_CLI, 0o644),

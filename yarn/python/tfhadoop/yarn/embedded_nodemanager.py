@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tfhadoop.errors import CommandError
-from tfhadoop.hadoop import java_executable, java_home
+from tfhadoop.hadoop import LEAN_JVM_FLAGS, java_executable, java_home
 from tfhadoop.yarn.embedded_commands import LOG4J, read_classpath
 from tfhadoop.yarn.embedded_processes import pids_under
 
@@ -61,7 +61,7 @@ def start_node_manager(state_dir: Path, conf_dir: Path, host: str, memory_mb: in
         shutil.rmtree(work)
     work.mkdir(parents=True)
     ready = work / "nm.json"
-    cmd = [java_executable(), "-Xmx384m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+    cmd = [java_executable(), "-Xmx384m", *LEAN_JVM_FLAGS,
            f"-Dlog4j.configuration=file:{_nm_log4j(work)}",
            "-cp", os.pathsep.join([str(conf_dir), *read_classpath("cluster-classpath.txt")]),
            NM_MAIN_CLASS, "--conf-dir", str(conf_dir), "--dir", str(work), "--host", host,
