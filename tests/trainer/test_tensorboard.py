@@ -11,6 +11,7 @@ from argparse import Namespace
 import pytest
 
 from tests import tensorboard_http as tb
+from tests.waiting import wait_for
 from tfhadoop.errors import CommandError
 from tfhadoop.trainer import jobdir, protocol
 from tfhadoop.trainer import tensorboard_cli as cli
@@ -147,3 +148,43 @@ def test_a_wildcard_address_is_named_by_the_public_host(tmp_path):
     """The --tensorboard container binds every interface and names itself by its node (NM_HOST)."""
     url = cli.start(str(tmp_path), "0.0.0.0", 0, public_host="node7.example.com")
     assert url.startswith("http://node7.example.com:") and not url.startswith("http://node7.example.com:0/"), url
+
+
+LEFT_OPEN = """
+import os, sys
+from tfhadoop import hadoop
+from tfhadoop.connectors import hdfs
+
+hadoop.use_cluster()
+fs = hdfs.filesystem(sys.argv[1], patient=True)
+writer = fs._client.create(sys.argv[2])
+writer.write(b"scalars the dead coordinator flushed")
+writer.hsync()
+os._exit(0)  # dies holding the file open: no close, the lease still its own
+"""
+
+
+def test_a_new_coordinator_closes_the_event_files_a_dead_one_left_open(hadoop_cluster, monkeypatch):
+    """A coordinator killed while it held an event file open (its PS lost during a close) left a file
+    whose flushed bytes the NameNode lists and no reader may read (seen in a test run: 354 bytes
+    listed, 0 readable); the next coordinator's Summaries recovers its lease, and those bytes read."""
+    from tfhadoop.connectors import hdfs
+    from tfhadoop.trainer.summaries import Summaries
+
+    path = f"/tmp/tensorboard-tests/{uuid.uuid4().hex[:8]}/{protocol.TENSORBOARD_DIR}/train/events.out.tfevents.1.dead"
+    left = hadoop_cluster.hdfs_url(path)
+    child = subprocess.run([sys.executable, "-c", LEFT_OPEN, left, path], capture_output=True, text=True, timeout=120)
+    assert child.returncode == 0, child.stderr[-3000:]
+    monkeypatch.setattr(hdfs, "LAST_BLOCK_WAIT_S", 1.0)  # the reader's wait for a block report, cut short
+    with pytest.raises(hdfs.HdfsError, match="lists 36 bytes but only 0 are readable"):
+        hdfs.read_bytes(left)
+    Summaries(left.rsplit("/", 2)[0])
+
+    def recovered():
+        try:
+            return hdfs.read_bytes(left) == b"scalars the dead coordinator flushed"
+        except hdfs.HdfsError:  # its recovery still under way
+            return False
+
+    wait_for(recovered, 60, "the recovered event file to read whole", interval=1,
+             diagnose=lambda: f"listed {hdfs.filesystem(left).size(left)} bytes")

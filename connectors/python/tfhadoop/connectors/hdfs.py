@@ -247,7 +247,8 @@ def open_whole(client, path: str, url: str):
         reader.close()
         if time.monotonic() >= deadline:
             raise HdfsError(f"{url}: the NameNode lists {listed} bytes but only {readable} are readable: "
-                            f"no DataNode has reported its last block after {LAST_BLOCK_WAIT_S:.0f} s")
+                            f"no DataNode has reported its last block after {LAST_BLOCK_WAIT_S:.0f} s, or the "
+                            "file is open: a writer that died holds it until HDFS recovers its lease")
         time.sleep(delay)
         delay = min(delay * 2, 0.5)
 
@@ -495,6 +496,15 @@ def list_names(url: str) -> list[str]:
         return [s.path.rstrip("/").rsplit("/", 1)[-1] for s in call("list", lambda: list(client.list_status(path)))]
     except FileNotFoundError:
         return []
+
+
+def recover_lease(url: str) -> bool:
+    """Close the file at ``url`` that a writer which died left open (HDFS lease recovery); True once
+    it is closed. Until then its readers see only its completed blocks while the NameNode may list
+    more (what the writer flushed), and :func:`open_whole` refuses such a file. Only for a file whose
+    writer is known to be gone: a live writer loses its lease and its next write fails."""
+    call, client, path = _job(url)
+    return bool(call("recover lease", client.recover_lease, path))
 
 
 def rename(src: str, dst: str) -> None:

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import threading
 
+SPLITS = ("train", "eval")  # the run folders under <checkpoint_dir>/tensorboard
+
 
 class Summaries:
     def __init__(self, url: str):
@@ -20,10 +22,28 @@ class Summaries:
         from tensorflow.core.framework.summary_pb2 import SummaryMetadata
 
         self.tf, self.url, self.writers, self.closing = tf, url.rstrip("/"), {}, []
+        self.recover_left_open()
         # What tf.summary.scalar writes, without needing the tensorboard package in the containers:
         # a float32 scalar tensor tagged for TensorBoard's scalars plugin.
         self.metadata = SummaryMetadata(
             plugin_data=SummaryMetadata.PluginData(plugin_name="scalars")).SerializeToString()
+
+    def recover_left_open(self) -> None:
+        """Close the event files a previous coordinator of the job left open: one killed during a
+        close (its PS lost, a restart) leaves a file whose flushed bytes the NameNode lists and no
+        reader may read until HDFS recovers its lease (an hour on a default NameNode). Only one
+        coordinator runs at a time, so no live writer holds them; a closed file is left as it is."""
+        from tfhadoop.connectors import hdfs
+
+        if not self.url.startswith("hdfs://"):  # a local folder (tests, a laptop run) has no leases
+            return
+        for split in SPLITS:
+            folder = f"{self.url}/{split}"
+            try:
+                for name in hdfs.list_names(folder):
+                    hdfs.recover_lease(f"{folder}/{name}")
+            except OSError as exc:  # costs TensorBoard a file, not the job
+                print(f"cannot close the event files left open under {folder}: {exc}", flush=True)
 
     def scalars(self, split: str, step: int, values: dict) -> None:
         """Write ``values`` at ``step``. HDFS refusing writes (safe mode, a NameNode restart) costs
