@@ -12,6 +12,7 @@ import threading
 import urllib.parse
 import urllib.request
 
+from tests.terminal import ctrl_c_restored
 from tests.waiting import wait_for
 
 
@@ -20,7 +21,7 @@ def serve(*argv: str, env: dict | None = None, timeout: float = 180):
     """Start ``tfhadoop tensorboard *argv`` (in ``env``); yield the URL it prints. On leaving,
     Ctrl-C (SIGINT) must stop it with status 0 within 30 s."""
     proc = subprocess.Popen([sys.executable, "-m", "tfhadoop", "tensorboard", *argv], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=ctrl_c_restored)
     lines: queue.Queue[str] = queue.Queue()
     err: list[str] = []
     assert proc.stdout is not None and proc.stderr is not None

@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from tests.terminal import ctrl_c_restored
 from tests.waiting import wait_for
 from tfhadoop.cli import CommandError, main
 from tfhadoop.yarn.embedded import ClusterOptions, EmbeddedCluster
@@ -122,7 +123,7 @@ def test_interrupted_up_leaves_a_complete_state_dir(tmp_path):
     cluster = EmbeddedCluster(tmp_path / "state")
     argv = [sys.executable, "-m", "tfhadoop", "cluster", "up", "--state-dir", str(cluster.state_dir),
             "--node-managers", "1", "--nm-memory-mb", "2048", "--nm-vcores", "2"]
-    first = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    first = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, preexec_fn=ctrl_c_restored)
     try:
         wait_for(lambda: cluster.pid() is not None or first.poll() is not None, 120, "the cluster JVM to start",
                  interval=0.1, diagnose=lambda: first.communicate()[0] if first.poll() is not None else "up still runs")
