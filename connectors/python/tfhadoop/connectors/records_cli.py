@@ -545,7 +545,7 @@ def _dictionary_columns(batch, ratio: float = 0.5) -> list[str]:
     Parquet encoding (BENCHMARKS.md, issue 16) while the pages come out no smaller."""
     import pyarrow.compute as pc
 
-    from tfhadoop.connectors.arrow import _is_list
+    from tfhadoop.connectors.dataset import _is_list
 
     paths = []
     for field, col in zip(batch.schema, batch.columns):
