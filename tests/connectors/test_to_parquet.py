@@ -189,7 +189,7 @@ def test_records_schema_names_a_bad_record(tmp_path, capsys):
 
 
 def test_dictionary_only_where_values_repeat(tmp_path):
-    from tfhadoop.connectors.records_cli import _dictionary_columns
+    from tfhadoop.connectors.records_cli_parquet import _dictionary_columns
 
     n = 5000
     batch = pa.record_batch({
