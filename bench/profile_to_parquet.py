@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tfhadoop.connectors import arrow as ar
-from tfhadoop.connectors.records_cli import _dictionary_columns
+from tfhadoop.connectors.records_cli_parquet import _dictionary_columns
 
 
 def main():

@@ -12,8 +12,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tfhadoop.connectors import arrow as ar
-from tfhadoop.connectors import dataset
+from tfhadoop.connectors import arrow_codec, dataset
 from tfhadoop.connectors import example_proto as pb
+from tfhadoop.connectors.dataset import _leaf
 from tfhadoop.connectors.example import ExampleDecodeError, encode_example, encode_sequence_example
 
 native = pytest.importorskip("tfhadoop.connectors._tfarrow")
@@ -87,7 +88,7 @@ def test_native_equals_tensorflow_parse_example(case):
             rows = t.numpy().tolist()
             ours = got
         enc = [[x.encode() if isinstance(x, str) else x for x in r] if isinstance(r, list) else (r.encode() if isinstance(r, str) else r) for r in ours]
-        if pa.types.is_floating(ar._leaf(field.type)):
+        if pa.types.is_floating(_leaf(field.type)):
             assert np.allclose(np.array(rows, dtype=object).astype(float) if rows and not isinstance(rows[0], list) else 0,
                                np.array(enc, dtype=object).astype(float) if enc and not isinstance(enc[0], list) else 0)
             assert [np.float32(x).tolist() for r in rows for x in (r if isinstance(r, list) else [r])] == \
@@ -357,7 +358,7 @@ def test_cli_to_parquet_and_back(tmp_path, capsys):
     table = pq.read_table(out)
     assert table.num_rows == 1000 and pq.ParquetFile(out).metadata.num_row_groups == 1  # batches gathered up to --row-group-mb
     assert sorted(table.column("id").to_pylist()) == list(range(1000))
-    assert table.schema.field("v").type.list_size == 2 and ar._leaf(table.schema.field("v").type) == pa.float32()
+    assert table.schema.field("v").type.list_size == 2 and _leaf(table.schema.field("v").type) == pa.float32()
     back = str(tmp_path / "back.tfrecord.zz")
     assert main(["records", "from-parquet", out, "-o", back]) == 0
     again = ar.examples_to_table(list(read_records(back)), table.schema)
@@ -382,7 +383,7 @@ def test_fallback_to_pure_path_warns_once(monkeypatch):
 
     monkeypatch.setitem(sys.modules, "tfhadoop.connectors._tfarrow", None)  # import fails
     monkeypatch.delattr(pkg, "_tfarrow", raising=False)
-    monkeypatch.setattr(ar, "_NATIVE", None)
+    monkeypatch.setattr(arrow_codec, "_NATIVE", None)
     recs = [encode_example({"x": [1]})]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

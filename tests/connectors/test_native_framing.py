@@ -10,6 +10,7 @@ import pytest
 
 from tfhadoop.cli import main
 from tfhadoop.connectors import arrow as ar
+from tfhadoop.connectors import arrow_framing
 from tfhadoop.connectors.errors import TFRecordError
 from tfhadoop.connectors.example import encode_example
 from tfhadoop.connectors.tfrecord import encode_record, write_records
@@ -30,7 +31,7 @@ def _table(paths, native, **kw):
 @pytest.fixture(params=[1 << 20, 257])
 def chunk(request, monkeypatch):
     """Big reads, and tiny ones so that records straddle every read boundary."""
-    monkeypatch.setattr(ar, "_CHUNK", request.param)
+    monkeypatch.setattr(arrow_framing, "_CHUNK", request.param)
     return request.param
 
 
@@ -116,7 +117,7 @@ def test_later_record_breaking_the_schema_names_its_offset(tmp_path, chunk):
 def test_to_parquet_from_hdfs(hadoop_cluster, tmp_path, monkeypatch):
     import pyarrow.parquet as pq
 
-    monkeypatch.setattr(ar, "_CHUNK", 4096)
+    monkeypatch.setattr(arrow_framing, "_CHUNK", 4096)
     base = hadoop_cluster.hdfs_url("/tfhadoop-tests/native-framing")
     write_records(f"{base}/part-0.tfrecord", _recs(300))
     write_records(f"{base}/part-1.tfrecord.gz", _recs(200, 1))

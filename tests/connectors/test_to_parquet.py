@@ -12,7 +12,7 @@ import pytest
 
 from tfhadoop.cli import main
 from tfhadoop.connectors import arrow as ar
-from tfhadoop.connectors import dataset
+from tfhadoop.connectors import arrow_framing, dataset
 from tfhadoop.connectors.errors import TFRecordError
 from tfhadoop.connectors.example import encode_example
 from tfhadoop.connectors.tfrecord import encode_record, write_records
@@ -169,7 +169,7 @@ def test_records_schema_streams_many_files(tmp_path, capsys, monkeypatch):
     doc = json.loads(capsys.readouterr().out)
     assert doc["records"] == 10 and [f["nullable"] for f in doc["arrow_schema"]] == [False] * 4
     # bounded memory: the records are not held (the old command kept them all in a list)
-    monkeypatch.setattr(ar, "_CHUNK", 1 << 14)
+    monkeypatch.setattr(arrow_framing, "_CHUNK", 1 << 14)
     size = sum(os.path.getsize(os.path.join(d, f)) for f in os.listdir(d))
     tracemalloc.start()
     try:
@@ -189,7 +189,7 @@ def test_records_schema_names_a_bad_record(tmp_path, capsys):
 
 
 def test_dictionary_only_where_values_repeat(tmp_path):
-    from tfhadoop.connectors.records_cli import _dictionary_columns
+    from tfhadoop.connectors.records_cli_parquet import _dictionary_columns
 
     n = 5000
     batch = pa.record_batch({
