@@ -2,6 +2,7 @@
 the output published only when complete."""
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 
@@ -9,10 +10,21 @@ from tfhadoop.connectors.records_cli_input import _compression, _files, _first_k
 from tfhadoop.errors import CommandError
 
 
-def _publish(tmp: str, dest: str) -> None:
+@contextlib.contextmanager
+def _published(tmp: str, dest: str, progress):
+    """Write to ``tmp`` in the block; ``dest`` appears (with its index) only when the block ends
+    well, an I/O error becomes one line, and nothing half-written stays behind either way."""
     from tfhadoop.connectors.splits import replace_with_index
 
-    replace_with_index(tmp, dest)
+    try:
+        yield
+        replace_with_index(tmp, dest)
+    except OSError as exc:
+        raise CommandError(str(exc)) from None
+    finally:
+        progress.close()
+        if os.path.exists(tmp):
+            os.unlink(tmp)
 
 
 def _to_parquet(args) -> int:
@@ -35,27 +47,21 @@ def _to_parquet(args) -> int:
     if progress.bar is not None and progress.bar.total and schema is None and infer == "all":
         progress.bar.total *= 2  # two passes
     tmp = f"{args.output}.tmp-{os.getpid()}"
-    try:
+    with _published(tmp, args.output, progress):
         try:
-            rows = _write_parquet(tmp, files, schema, record_type, infer, args, progress)
-        except ar.SchemaDrift as exc:
-            msg = f"tfhadoop: {exc}; inferring the schema from all records and starting over"
-            if progress.bar is not None:
-                progress.bar.write(msg, file=sys.stderr)
-            else:
-                print(msg, file=sys.stderr)
-            if progress.bar is not None:  # two more passes over the input
-                progress.bar.reset(progress.bar.total * 2 if progress.bar.total else None)
-            rows = _write_parquet(tmp, files, schema, record_type, "all", args, progress)
-        _publish(tmp, args.output)
-    except (TFRecordError, ValueError, TypeError) as exc:
-        raise CommandError(str(exc).splitlines()[0]) from None
-    except OSError as exc:
-        raise CommandError(str(exc)) from None
-    finally:
-        progress.close()
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+            try:
+                rows = _write_parquet(tmp, files, schema, record_type, infer, args, progress)
+            except ar.SchemaDrift as exc:
+                msg = f"tfhadoop: {exc}; inferring the schema from all records and starting over"
+                if progress.bar is not None:
+                    progress.bar.write(msg, file=sys.stderr)
+                else:
+                    print(msg, file=sys.stderr)
+                if progress.bar is not None:  # two more passes over the input
+                    progress.bar.reset(progress.bar.total * 2 if progress.bar.total else None)
+                rows = _write_parquet(tmp, files, schema, record_type, "all", args, progress)
+        except (TFRecordError, ValueError, TypeError) as exc:
+            raise CommandError(str(exc).splitlines()[0]) from None
     print(f"{args.output}: {rows} rows ({record_type}) from {len(files)} file(s)")
     return 0
 
@@ -178,23 +184,17 @@ def _from_parquet(args) -> int:
     tmp = f"{args.output}.tmp-{os.getpid()}{ext}"
     compression = None if args.compression == "auto" else args.compression
     rows = 0
-    try:
-        with TFRecordWriter(tmp, compression) as writer:
-            current = args.paths[0]
-            for current, src in zip(args.paths, sources):  # noqa: B007 - named in errors
-                for batch in src.iter_batches(batch_size=args.batch_rows):
-                    for framed, starts in ar.table_to_framed(batch, args.record_type):
-                        writer.write_framed(framed, starts)
-                    rows += batch.num_rows
-                    progress.update(batch.num_rows)
-        _publish(tmp, args.output)
-    except (ValueError, TypeError) as exc:
-        raise CommandError(f"{current}: {str(exc).splitlines()[0]}") from None
-    except OSError as exc:
-        raise CommandError(str(exc)) from None
-    finally:
-        progress.close()
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    current = args.paths[0]
+    with _published(tmp, args.output, progress):
+        try:
+            with TFRecordWriter(tmp, compression) as writer:
+                for current, src in zip(args.paths, sources):  # noqa: B007 - named in errors
+                    for batch in src.iter_batches(batch_size=args.batch_rows):
+                        for framed, starts in ar.table_to_framed(batch, args.record_type):
+                            writer.write_framed(framed, starts)
+                        rows += batch.num_rows
+                        progress.update(batch.num_rows)
+        except (ValueError, TypeError) as exc:
+            raise CommandError(f"{current}: {str(exc).splitlines()[0]}") from None
     print(f"{args.output}: {rows} records ({args.record_type}) from {len(sources)} file(s)")
     return 0
