@@ -12,7 +12,6 @@ over the epochs after the first, as in bench.bench_trainer_peers.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -108,7 +107,7 @@ def run_b(args, workers: int) -> dict:
     try:
         env = {**os.environ, "SPE": str(args.steps_per_execution),
                "TF_CONFIG": json.dumps({"cluster": cluster, "task": {"type": "chief", "index": 0}})}
-        out = subprocess.run([sys.executable, "-m", "bench.bench_ragged", "--child", "--folder", args.folder,
+        out = subprocess.run([sys.executable, "-m", "bench.bench_ragged", "--child", "b", "--folder", args.folder,
                               "--records", str(args.records), "--epochs", str(args.epochs),
                               "--batch-size", str(args.batch_size)], capture_output=True, text=True, cwd=ROOT, env=env)
         if out.returncode:
@@ -133,25 +132,12 @@ def run_c(args, workers: int) -> dict:
                      str(args.task_records), "--worker-memory", "1g", "--ps-memory", "1g")
     m, samples = metrics(base), progress(base)
     hdfs.delete(base)
-    later = [s for s in samples if s.get("epoch", 0) >= 1]
-    if len(later) < 2:
-        raise RuntimeError(f"(c): fewer than 2 progress samples after epoch 0: {samples[-3:]}")
-    ex = lambda s: s["epoch"] * args.records + s["examples"]  # noqa: E731
-    rate = (ex(later[-1]) - ex(later[0])) / (later[-1]["time"] - later[0]["time"])
-    return {"wall_s": wall, "steady": rate, "loss": m["epochs"][-1]["mean_loss"]}
+    return {"wall_s": wall, "steady": peers.job_steady(args, samples, m), "loss": m["epochs"][-1]["mean_loss"]}
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    ap.add_argument("--records", type=int, default=100_000)
-    ap.add_argument("--epochs", type=int, default=3)
-    ap.add_argument("--batch-size", type=int, default=256)
+    ap = peers.job_arguments(__doc__, records=100_000, shards=4, batch_size=256, task_records=5120)
     ap.add_argument("--workers", type=int, default=1)
-    ap.add_argument("--shards", type=int, default=4)
-    ap.add_argument("--task-records", type=int, default=5120)
-    ap.add_argument("--steps-per-execution", type=int, default=16)
-    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    ap.add_argument("--folder", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         print(json.dumps(run_pss(args)))

@@ -300,34 +300,46 @@ def run_e(args, workers: int) -> dict:
     return run_c(args, workers, "--strategy", "allreduce")
 
 
+def job_steady(args, samples: list, metrics: dict) -> float:
+    """A `tfhadoop train` job's steady examples/s: from the coordinator's progress samples after
+    epoch 1 (the first epoch's start-up left out, as ``steady`` leaves out (b)'s), or, in a job too
+    short for two such samples (the smoke sizes), from its training time less the first step's."""
+    later = [s for s in samples if s.get("epoch", 0) >= 1]
+    if len(later) >= 2:
+        ex = lambda s: s["epoch"] * args.records + s["examples"]  # noqa: E731
+        return (ex(later[-1]) - ex(later[0])) / (later[-1]["time"] - later[0]["time"])
+    return (args.records * args.epochs - args.task_records) / (metrics["train_seconds"] - (metrics["first_step_s"] or 0))
+
+
 def run_c(args, workers: int, *extra: str) -> dict:
     """(c) with ``workers`` workers; steady rate from the coordinator's samples after epoch 1."""
     r = run_yarn(args, args.folder, workers, *extra)
     m = r["metrics"]
-    total = args.records * args.epochs
-    later = [s for s in r["samples"] if s.get("epoch", 0) >= 1]
-    if len(later) >= 2:
-        ex = lambda s: s["epoch"] * args.records + s["examples"]  # noqa: E731
-        rate = (ex(later[-1]) - ex(later[0])) / (later[-1]["time"] - later[0]["time"])
-    else:
-        rate = (total - args.task_records) / (m["train_seconds"] - (m["first_step_s"] or 0))
+    rate = job_steady(args, r["samples"], m)
     return {"wall_s": r["wall_s"], "steady": rate, "train_seconds": m["train_seconds"],
             "first_step_s": m["first_step_s"], "loss": m["epochs"][-1]["mean_loss"]}
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    ap.add_argument("--records", type=int, default=200_000)
-    ap.add_argument("--shards", type=int, default=8)
+def job_arguments(doc: str | None, records: int, shards: int, batch_size: int, task_records: int):
+    """The options run_b/run_c/run_pss read from ``args`` (also bench_ragged's, which runs them on
+    its own dataset), with the caller's sizes as defaults."""
+    ap = argparse.ArgumentParser(description=(doc or "").split("\n\n")[0])
+    ap.add_argument("--records", type=int, default=records)
+    ap.add_argument("--shards", type=int, default=shards)
     ap.add_argument("--epochs", type=int, default=3)
-    ap.add_argument("--batch-size", type=int, default=128)
-    ap.add_argument("--task-records", type=int, default=2000)
+    ap.add_argument("--batch-size", type=int, default=batch_size)
+    ap.add_argument("--task-records", type=int, default=task_records)
     ap.add_argument("--steps-per-execution", type=int, default=16, help="(a), (b): tf-keras's own batching of steps")
+    ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--folder", default=None, help=argparse.SUPPRESS)
+    return ap
+
+
+def main() -> int:
+    ap = job_arguments(__doc__, records=200_000, shards=8, batch_size=128, task_records=2000)
     ap.add_argument("--workers", default="2", help="worker counts of (b) and (c), e.g. 1,2,4 for the scaling table")
     ap.add_argument("--skip", default="", help="comma list of a,b,c,d,e to leave out")
     ap.add_argument("--from-export", action="store_true", help="the dataset written by `tfhadoop export`'s defaults")
-    ap.add_argument("--child", default=None)
-    ap.add_argument("--folder", default=None)
     args = ap.parse_args()
     if args.child:
         result = {"a": run_local, "b": run_pss, "d": run_mwms}[args.child](args)
