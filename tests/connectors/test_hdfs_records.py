@@ -7,7 +7,7 @@ import time
 import pytest
 
 from tfhadoop.cli import main
-from tfhadoop.connectors import hdfs
+from tfhadoop.connectors import hdfs, hdfs_webhdfs
 from tfhadoop.connectors.index import build_index, load_index
 from tfhadoop.connectors.tfrecord import read_records, write_records
 
@@ -88,7 +88,7 @@ def test_webhdfs_stream_cut_short_is_an_error():
         def __exit__(self, *exc):
             return False
 
-    reader = hdfs._WebHdfsReader(CM(), "hdfs://nn:8020/f", 25)
+    reader = hdfs_webhdfs._WebHdfsReader(CM(), "hdfs://nn:8020/f", 25)
     assert reader.read(100) == b"x" * 10
     with pytest.raises(hdfs.HdfsError, match="ended at byte 10 of 25"):
         reader.read(100)

@@ -1,7 +1,7 @@
 """HDFS for Python: the TFRecord reader/writer, the records CLI, the dataset manifest and the
 trainer's job files (event log, state, metrics, checkpoint renames, SavedModel publish) all go
-through this module. ``hdfs-native`` (RPC, Rust) by default, WebHDFS (the ``hdfs`` package) as
-the fallback for reading and writing records.
+through this module. ``hdfs-native`` (RPC, Rust) by default, WebHDFS (the ``hdfs`` package,
+:mod:`.hdfs_webhdfs`) as the fallback for reading and writing records.
 
 Why native first (measured on the embedded cluster, one 100 MB file of 10 KB records, 5
 interleaved rounds, 2-core host under load): raw sequential reads in 1 MiB pieces, median
@@ -21,7 +21,6 @@ long-running processes ride out a NameNode restart rather than fail a write. Add
 from __future__ import annotations
 
 import fnmatch
-import getpass
 import os
 import re
 import threading
@@ -33,7 +32,7 @@ from urllib.parse import urlparse
 from tfhadoop import kerberos
 from tfhadoop.errors import HdfsPermissionError, hdfs_error
 
-__all__ = ["HdfsError", "filesystem", "NativeFS", "WebHdfsFS", "BACKENDS", "DEFAULT_BACKEND",
+__all__ = ["HdfsError", "filesystem", "NativeFS", "BACKENDS", "DEFAULT_BACKEND",
            "exists", "read_bytes", "write_bytes", "append_bytes", "list_names", "rename", "delete",
            "publish", "upload_dir", "download_dir"]
 
@@ -253,122 +252,6 @@ def open_whole(client, path: str, url: str):
         delay = min(delay * 2, 0.5)
 
 
-class _OwnsContext:
-    """A file-like object over a context manager it entered: closing exits it, once."""
-
-    _cm = None
-
-    def close(self) -> None:
-        if self._cm is not None:
-            cm, self._cm = self._cm, None
-            cm.__exit__(None, None, None)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-
-class _WebHdfsWriter(_OwnsContext):
-    """A file-like writer over the hdfs package's streaming ``write`` context manager."""
-
-    def __init__(self, cm, url):
-        self._cm, self._url = cm, url
-        self._w = cm.__enter__()
-        self.name = url
-
-    def write(self, data) -> int:
-        self._w.write(bytes(data))
-        return len(data)
-
-    def flush(self) -> None:
-        pass
-
-
-
-class _WebHdfsReader(_OwnsContext):
-    """An HTTP body that ends early (a dropped connection) raises instead of looking like EOF."""
-
-    def __init__(self, cm, url: str, length: int):
-        self._cm, self._url, self._length, self._pos = cm, url, length, 0
-        self._raw = cm.__enter__()
-        self.name = url
-
-    def read(self, n: int = -1) -> bytes:
-        piece = self._raw.read(n if n and n > 0 else None)
-        self._pos += len(piece)
-        if not piece and self._pos < self._length:
-            raise HdfsError(f"{self._url}: WebHDFS stream ended at byte {self._pos} of {self._length}")
-        return piece
-
-    def readable(self) -> bool:
-        return True
-
-
-
-class WebHdfsFS(_HdfsFS):
-    """WebHDFS over HTTP (the ``hdfs`` package); needs the NameNode's HTTP address."""
-
-    name = "webhdfs"
-
-    def __init__(self, base: str, http_url: str | None = None):
-        import hdfs as hdfscli
-
-        super().__init__(base)
-        if http_url is None:
-            conf = _conf()
-            if urlparse(conf.default_fs).netloc != urlparse(base).netloc:
-                raise HdfsError(f"no WebHDFS address known for {base} (the Hadoop conf describes {conf.default_fs})")
-            http_url = conf.webhdfs_url
-        self.http_url = http_url
-        self._client = hdfscli.InsecureClient(http_url, user=os.environ.get("HADOOP_USER_NAME") or getpass.getuser())
-        self._errors = (hdfscli.HdfsError,)
-
-    def _call(self, what, path, fn, *args, **kw):
-        try:
-            return fn(*args, **kw)
-        except FileNotFoundError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - requests' ConnectionError, HdfsError
-            if "not found" in str(exc).lower() or "does not exist" in str(exc).lower():
-                raise FileNotFoundError(f"{_unstrip(self.base, path)}: no such file") from None
-            raise self._fail(what, path, exc) from None
-
-    def _length(self, path: str) -> int:
-        st = self._call("stat", path, self._client.status, path)  # strict: a missing file raises
-        if st is None:
-            raise FileNotFoundError(f"{_unstrip(self.base, path)}: no such file")
-        return st["length"]
-
-    def open_read(self, url: str):
-        _, path = _split(url)
-        length = self._length(path)
-        return self._call("read", path, lambda: _WebHdfsReader(self._client.read(path), url, length))
-
-    def open_write(self, url: str, overwrite: bool = True):
-        _, path = _split(url)
-        return self._call("write", path, lambda: _WebHdfsWriter(self._client.write(path, overwrite=overwrite), url))
-
-    def size(self, url: str) -> int:
-        _, path = _split(url)
-        return self._length(path)
-
-    def _status(self, path: str):
-        st = self._call("stat", path, self._client.status, path, strict=False)
-        return None if st is None else st["type"] == "DIRECTORY"
-
-    def _list(self, path: str):
-        return [(name, st["type"] == "DIRECTORY") for name, st in self._call("list", path, self._client.list, path, status=True)]
-
-    def delete(self, url: str, recursive: bool = False) -> bool:
-        _, path = _split(url)
-        return self._call("delete", path, self._client.delete, path, recursive=recursive)
-
-    def check(self) -> None:
-        self._status("/")
-
-
 def _dial_url(base: str) -> str:
     """``base``, or ``hdfs://ip:port`` in a container whose delegation token names the NameNode by
     IP (hdfs-native picks the token whose service equals the address it dials)."""
@@ -390,7 +273,11 @@ _LOCK = threading.Lock()
 
 
 def _make(kind: str, base: str, patient: bool = False):
-    return NativeFS(base, patient=patient) if kind == "native" else WebHdfsFS(base)
+    if kind == "native":
+        return NativeFS(base, patient=patient)
+    from tfhadoop.connectors.hdfs_webhdfs import WebHdfsFS  # the fallback, loaded when chosen
+
+    return WebHdfsFS(base)
 
 
 def filesystem(url: str, backend: str | None = None, patient: bool = False):
