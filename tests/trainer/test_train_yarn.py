@@ -195,7 +195,7 @@ def test_unsplit_dataset_status_follow_kill_and_jobs(hadoop_cluster, tmp_path):
 
     path = f"/tmp/trainer-tests/unsplit-{uuid.uuid4().hex[:8]}"
     models.write_dataset(hadoop_cluster.hdfs_url(path), split=False)
-    run, proc = jobs.train(hadoop_cluster, f"hdfs://{path}", extra=["--workers", "1", "--epochs", "50", "--detach"])
+    run, proc = jobs.train(hadoop_cluster, f"hdfs://{path}", extra=["--workers", "1", "--epochs", str(jobs.ENDLESS), "--detach"])
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "has no splits: training on all 2400 records, no eval split" in proc.stdout, proc.stdout
     app_id = next(line.split()[1] for line in proc.stdout.splitlines() if line.startswith("application "))
