@@ -154,6 +154,20 @@ def test_model_bug_fails_at_once_and_a_cluster_error_restarts_after_its_grace(ri
     assert ring.step() == ("FAILED", "ValueError: model bug")
 
 
+def test_a_training_process_killed_by_sigsegv_restarts_the_generation_once(ring):
+    """A native crash (no error of its own, killed by SIGSEGV) restarts the generation at once, as
+    a hang does; the same crash again fails the job."""
+    _formed(ring)
+    ring.app.kv["ring_exit/1"] = json.dumps({"gen": 1, "rc": -11, "error": None}).encode()
+    ring.step()  # -> REFORMING, counted, no grace: no container loss explains a crash
+    ring.step()
+    assert ring.failures == 1 and _ring(ring)["gen"] == 2
+    failed = next(e for e in ring.events.events if e["event"] == "training_process_failed")
+    assert (failed["exit_code"], failed["error_type"]) == (-11, "NativeCrash")
+    ring.app.kv["ring_exit/0"] = json.dumps({"gen": 2, "rc": -11, "error": None}).encode()
+    assert ring.step() == ("FAILED", "NativeCrash: training process killed by SIGSEGV")
+
+
 def test_a_silent_member_is_killed_as_hung_and_the_ring_reforms(make_ring):
     """The ring master's hang detection: the heartbeat of worker 0 stops changing, worker 1's goes
     on; after ``hang_timeout`` s worker 0's container is killed and its loss re-forms the ring."""

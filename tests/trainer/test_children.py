@@ -79,3 +79,11 @@ def test_exit_description_names_the_signal():
     assert children.exit_description(-6) == "killed by SIGABRT"
     assert children.exit_description(-9) == "killed by SIGKILL"
     assert children.exit_description(3) == "exited with 3"
+
+
+def test_exit_error_calls_a_crash_signal_a_native_crash_and_anything_else_unknown():
+    assert children.exit_error("coordinator", -11) == {"type": "NativeCrash",
+                                                       "message": "coordinator killed by SIGSEGV"}
+    assert children.exit_error("coordinator", -6, " (see its log)")["message"] == "coordinator killed by SIGABRT (see its log)"
+    assert children.exit_error("coordinator", -9)["type"] == "unknown"  # a kill: the OOM killer, a user
+    assert children.exit_error("coordinator", 1)["type"] == "unknown"

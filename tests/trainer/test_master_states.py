@@ -230,6 +230,24 @@ def test_coordinator_exits_success_model_bug_and_cluster_error(master):
     assert master.state == m.State.FAILED
 
 
+def test_a_coordinator_killed_by_sigsegv_is_restarted_once_then_the_same_crash_fails(master):
+    """A crash inside TensorFlow's runtime (a CI run: SIGSEGV 6 s after a rescale) restarts the
+    coordinator from the checkpoint like a cluster error; the same crash twice in a row fails."""
+    from tfhadoop.trainer import ps_master as m
+
+    now = manual_clock(master)
+    bring_up(master)
+    assert _exit_with(master, -11) is None
+    failed = [e for e in master.events.events if e["event"] == "coordinator_failed"]
+    assert [(e["exit_code"], e["error_type"]) for e in failed] == [(-11, "NativeCrash")]
+    assert master.state == m.State.WAITING and master.coordinator_failures == 1
+    now[0] = 2.5
+    master.step()
+    assert master.state == m.State.TRAINING and event_kinds(master)[-1] == "coordinator_started"
+    outcome = _exit_with(master, -11)
+    assert outcome is not None and outcome[0] == "FAILED" and "killed by SIGSEGV" in outcome[1]
+
+
 def test_coordinator_success_ends_the_job(master):
     from tfhadoop.trainer import ps_master as m
 

@@ -42,6 +42,19 @@ def die_with_parent() -> None:
         os._exit(1)
 
 
+# Signals a process gets from its own fault (TensorFlow's C++ runtime), not from a kill.
+CRASH_SIGNALS = (signal.SIGSEGV, signal.SIGBUS, signal.SIGILL, signal.SIGFPE, signal.SIGABRT)
+
+
+def exit_error(what: str, returncode: int, where: str = "") -> dict:
+    """The error of a child that ended with ``returncode`` and left no error of its own: a
+    NATIVE_CRASH_ERROR when a crash signal killed it (the master restarts it once from the
+    checkpoint: the same crash twice in a row fails the job), else "unknown"."""
+    crashed = returncode < 0 and -returncode in [int(s) for s in CRASH_SIGNALS]
+    return {"type": protocol.NATIVE_CRASH_ERROR if crashed else "unknown",
+            "message": f"{what} {exit_description(returncode)}{where}"}
+
+
 def exit_description(returncode: int) -> str:
     """``exited with 3`` or ``killed by SIGABRT``: a child's end in words."""
     if returncode < 0:

@@ -80,5 +80,4 @@ class CoordinatorProcess:
             with open(self.path(protocol.ERROR_FILE)) as f:
                 return json.load(f)
         except (OSError, ValueError):
-            return {"type": "unknown", "message": f"coordinator {children.exit_description(rc)}"
-                                                  " (its output is in the master's container log)"}
+            return children.exit_error("coordinator", rc, " (its output is in the master's container log)")

@@ -23,6 +23,10 @@ from tfhadoop.trainer.watchdogs import HeartbeatWatchdog, PreemptionWarnings
 
 # Errors of a coordinator or a training process that a lost server causes: restarted, not a model bug.
 CLUSTER_ERRORS = ("UnavailableError", "AbortedError", "CancelledError", "DeadlineExceededError")
+# Errors that restart a coordinator or a ring generation from the checkpoint: a lost server's, and a
+# crash inside TensorFlow's runtime (a CI run saw a coordinator killed by SIGSEGV 6 s after a
+# rescale, 2026-11-28). A model bug raises a Python error instead; the same error twice in a row fails.
+RESTARTABLE_ERRORS = (*CLUSTER_ERRORS, protocol.NATIVE_CRASH_ERROR)
 
 
 class MasterCore(TableMachine):

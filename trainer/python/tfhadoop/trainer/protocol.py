@@ -84,6 +84,7 @@ KV_RING = "ring"  # {"gen": g, "worker": [host:port, ...], "slots": [...]}: the 
 KV_RING_STOP = "ring_stop"  # g: the ring of generation g checkpoints after its current round and exits 75
 KV_RING_EXIT = "ring_exit/"  # ring_exit/<slot>: {"gen", "rc", "error"} of the slot's last training process
 RING_HANG_ERROR = "TrainingHang"  # the error type of a training process its supervisor killed for making no progress
+NATIVE_CRASH_ERROR = "NativeCrash"  # the error type of a coordinator or training process killed by SIGSEGV and kin
 
 
 def ring_beat_file(gen: int) -> str:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from tfhadoop.ports import answers
 from tfhadoop.trainer import protocol
-from tfhadoop.trainer.master_core import CLUSTER_ERRORS
+from tfhadoop.trainer.master_core import RESTARTABLE_ERRORS
 
 if TYPE_CHECKING:
     import enum
@@ -149,7 +149,7 @@ class CoordinatorHandling:
         self.failed_at = self.clock()
         repeated = self.last_error is not None and (error["type"], error["message"]) == \
             (self.last_error["type"], self.last_error["message"])
-        if error["type"] not in CLUSTER_ERRORS or repeated:
+        if error["type"] not in RESTARTABLE_ERRORS or repeated:
             return self.fail(f"{error['type']}: {error['message']}")
         self.last_error = error
         return self.restart_coordinator(error["message"])

@@ -122,7 +122,8 @@ TRANSITIONS: dict[Event, Rule] = {
     Event.COORDINATOR_EXITED: Rule(frozenset({S.STARTING, S.WAITING, S.TRAINING, S.RESCALING}),
                                    frozenset({S.WAITING, S.SUCCEEDED, S.FAILED}),
                                    "while starting: FAILED; 0: SUCCEEDED; 75 after a rescale request: respawn "
-                                   "with the new spec; a cluster error: respawn after backoff; a model bug, a "
+                                   "with the new spec; a cluster error or a native crash (NativeCrash: SIGSEGV and kin): respawn after "
+                                   "backoff; a model bug, a "
                                    "repeated error or more than max_coordinator_restarts: FAILED"),
     Event.PREEMPTION_WARNED: Rule(ALIVE, frozenset(),
                                   "event preemption_warned; unless --no-preemption-warnings: a worker gets no new "

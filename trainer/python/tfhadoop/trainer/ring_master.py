@@ -12,7 +12,8 @@ workers' supervisors restart their training processes for every new one.
   ``--min-workers`` (they restore the latest checkpoint);
 - a worker arrives while the ring is short: the ring is asked to stop after its current round
   (``ring_stop``; the chief checkpoints, all exit 75) and the next generation takes it in;
-- a training process fails of itself: a cluster error restarts the generation (counted against
+- a training process fails of itself: a cluster error or a native crash (``NativeCrash``, killed by
+  SIGSEGV and kin) restarts the generation (counted against
   ``max_coordinator_restarts``), anything else (a model bug) fails the job at once;
 - a training process hangs (its supervisor killed it after ``round_timeout`` s without a round,
   ``TrainingHang``): the generation restarts at once (counted as a cluster error);
@@ -32,15 +33,15 @@ import json
 import time
 
 from tfhadoop.ports import free_ports
-from tfhadoop.trainer import protocol
-from tfhadoop.trainer.master_core import CLUSTER_ERRORS, MasterCore
+from tfhadoop.trainer import children, protocol
+from tfhadoop.trainer.master_core import CLUSTER_ERRORS, RESTARTABLE_ERRORS, MasterCore
 from tfhadoop.trainer.slots import backoff_s
 from tfhadoop.trainer.spec import JobSettings
 from tfhadoop.trainer.state_table import Rule
 
 K = protocol.EventKind
 EXIT_GRACE_S = 15  # a training process's cluster error waits this long for the container loss behind it
-RESTARTABLE = (*CLUSTER_ERRORS, protocol.RING_HANG_ERROR)  # errors of a training process that restart its generation
+RESTARTABLE = (*RESTARTABLE_ERRORS, protocol.RING_HANG_ERROR)  # errors of a training process that restart its generation
 
 
 class State(str, enum.Enum):
@@ -87,7 +88,7 @@ TRANSITIONS: dict[Event, Rule] = {
                                "ask the ring to checkpoint after its round and exit 75 (ring_stop)"),
     Event.RING_STOPPED: Rule(frozenset({S.STOPPING}), frozenset({S.TRAINING}), "publish the next ring"),
     Event.PROCESS_FAILED: Rule(frozenset({S.TRAINING, S.STOPPING}), frozenset({S.REFORMING, S.FAILED}),
-                               "a cluster error or a hang (TrainingHang): restart the generation (REFORMING, "
+                               "a cluster error, a native crash (NativeCrash) or a hang (TrainingHang): restart the generation (REFORMING, "
                                "counted); else FAILED"),
     Event.PROGRESS: Rule(frozenset({S.TRAINING, S.STOPPING}), frozenset(), "event first_round", stay=True),
     Event.FINISHED: Rule(frozenset({S.TRAINING, S.STOPPING}), frozenset({S.SUCCEEDED}), "SUCCEEDED"),
@@ -232,7 +233,7 @@ class RingMaster(MasterCore):
         return kept if len(kept) >= self.job.min_workers else list(slots)
 
     def on_process_failed(self, slot: int, error: dict | None, rc: int) -> State:
-        error = error or {"type": "unknown", "message": f"training process exited with {rc}"}
+        error = error or children.exit_error("training process", rc)
         if error["type"] == protocol.RING_HANG_ERROR:
             self.events.add(K.TRAINING_HANG, slot=slot, gen=self.gen, process_state=error.get("process_state"),
                             silent_s=error.get("silent_s"), round_timeout=self.job.round_timeout,
