@@ -1,9 +1,10 @@
 """Issue 12, row 6 on the embedded cluster: YARN announces the preemption of a worker
 (PreemptionMessage, seen by the agent in Skein's application master JVM: yarn/am-agent) before it
 kills it (max_wait_before_kill: 10 s on the embedded cluster); the job master hands that worker no
-new closure, so nothing of its work is in flight at the kill. The same job with
-``--no-preemption-warnings`` is the baseline: the work redone (steps the parameter servers applied
-beyond the ledger's: ``redone_steps``) is printed for both."""
+new closure, so nothing of its work is in flight at the kill (``redone_steps``, the steps the
+parameter servers applied beyond the ledger's, is 0). The same preemption with
+``--no-preemption-warnings`` (the loss path alone, warnings logged only) is
+test_train_yarn.test_preempted_worker_is_replaced_and_rejoins_without_restart: one job fewer here."""
 from __future__ import annotations
 
 import uuid
@@ -26,11 +27,11 @@ def busy_dataset(hadoop_cluster):
     return url
 
 
-def _run(hadoop_cluster, dataset, warnings: bool, checkpoint_secs: int):
+def _run(hadoop_cluster, dataset, checkpoint_secs: int):
     def train(cluster, data, background, extra):  # bigger tasks than the fault tests' (the last flag wins)
         return jobs.train(cluster, data, background=background, extra=[*extra, "--task-records", "2000"])
 
-    extra = ["--checkpoint-secs", str(checkpoint_secs)] + ([] if warnings else ["--no-preemption-warnings"])
+    extra = ["--checkpoint-secs", str(checkpoint_secs)]
     run, proc = start_preemptible_job(hadoop_cluster, dataset, train=train, extra=extra)
     preempt_a_worker(hadoop_cluster, run, proc, back=rejoined)
     return run
@@ -44,14 +45,12 @@ def _timeline(hadoop_cluster, run, metrics, events) -> str:
             + "\n".join(str(e) for e in events[first:first + 12]) + "\n" + jobs.diagnosis(hadoop_cluster, run)[-6000:])
 
 
-@pytest.mark.parametrize("warnings, checkpoint_secs", [(True, 600), (False, 600), (True, 15)],
-                         ids=["warnings", "no-warnings", "warnings-checkpoint-due"])
-def test_a_warned_worker_gets_no_new_work_before_yarn_takes_it(hadoop_cluster, busy_dataset, warnings,
-                                                               checkpoint_secs):
+@pytest.mark.parametrize("checkpoint_secs", [600, 15], ids=["warnings", "warnings-checkpoint-due"])
+def test_a_warned_worker_gets_no_new_work_before_yarn_takes_it(hadoop_cluster, busy_dataset, checkpoint_secs):
     """With --checkpoint-secs 600 only the epochs' ends checkpoint: no checkpoint is due within 15 s
     of the warning, none is taken early; with 15 s one always is, and the coordinator takes it at
     once (a checkpoint with every worker there rather than while the kill's closure re-runs)."""
-    run = _run(hadoop_cluster, busy_dataset, warnings, checkpoint_secs)
+    run = _run(hadoop_cluster, busy_dataset, checkpoint_secs)
     metrics, events = jobs.metrics(run), jobs.events(run)
     kinds = [e["event"] for e in events]
     jobs.assert_stopped(metrics, 6)  # exactly once per epoch
@@ -65,18 +64,15 @@ def test_a_warned_worker_gets_no_new_work_before_yarn_takes_it(hadoop_cluster, b
     assert named[0]["time"] < lost[0]["time"] and named[0]["contract"] in ("strict", "negotiable")
     report = metrics["preemption"]
     redone = metrics["redone_steps"]
-    if warnings:
-        assert named[0]["reaction"][0] == "avoid" and lost[0]["warned_s"] > 0, (named, lost)
-        periods = [p for p in report["avoided"] if p["task"] == named[0]["task"]]
-        assert periods and report["steered"], report
-        # no closure was handed to it from the warning until it was gone
-        assert periods[0]["dispatched"] == 0 and periods[0]["from"] <= lost[0]["time"], (periods, lost)
-        assert periods[0]["to"] is None or periods[0]["to"] >= lost[0]["time"], (periods, lost)
-        assert redone == 0, _timeline(hadoop_cluster, run, metrics, events)  # its closures finished before the kill
-        (request,) = report["checkpoints"]
-        assert request["reason"] == "worker" and request["taken"] is (checkpoint_secs <= 15), report
-    else:
-        assert named[0]["reaction"] == [] and report["avoided"] == [] and "warned_s" not in lost[0], (named, lost)
-    print(f"preemption_warnings={warnings}, checkpoint_secs={checkpoint_secs}: warned {lost[0]['time'] - named[0]['time']:.1f} s before the loss; "
+    assert named[0]["reaction"][0] == "avoid" and lost[0]["warned_s"] > 0, (named, lost)
+    periods = [p for p in report["avoided"] if p["task"] == named[0]["task"]]
+    assert periods and report["steered"], report
+    # no closure was handed to it from the warning until it was gone
+    assert periods[0]["dispatched"] == 0 and periods[0]["from"] <= lost[0]["time"], (periods, lost)
+    assert periods[0]["to"] is None or periods[0]["to"] >= lost[0]["time"], (periods, lost)
+    assert redone == 0, _timeline(hadoop_cluster, run, metrics, events)  # its closures finished before the kill
+    (request,) = report["checkpoints"]
+    assert request["reason"] == "worker" and request["taken"] is (checkpoint_secs <= 15), report
+    print(f"checkpoint_secs={checkpoint_secs}: warned {lost[0]['time'] - named[0]['time']:.1f} s before the loss; "
           f"steps {metrics['steps']}, applied {metrics['applied_steps']}, redone {redone}; "
           f"closures turned back {report['turned_back']}; early checkpoints {report['checkpoints']}")

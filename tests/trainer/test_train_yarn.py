@@ -92,8 +92,10 @@ def test_model_function_that_raises_fails_fast(hadoop_cluster, dataset):
 
 
 def test_preempted_worker_is_replaced_and_rejoins_without_restart(hadoop_cluster, dataset):
+    """The loss path alone: with --no-preemption-warnings YARN's warning is logged, not acted on
+    (the baseline of test_train_preemption_warnings, which runs the same preemption with them)."""
     # 2 GB master + 1 GB PS + 2 x 5 GB workers in `train` leave 3 GB of 16 GB for `urgent`.
-    run, proc = start_preemptible_job(hadoop_cluster, dataset)
+    run, proc = start_preemptible_job(hadoop_cluster, dataset, extra=["--no-preemption-warnings"])
     preempt_a_worker(hadoop_cluster, run, proc, back=rejoined)
     metrics = jobs.metrics(run)
     jobs.assert_stopped(metrics, 6)  # exactly once per epoch: 2 before the loss, 2 alone, 2 after the rejoin
@@ -106,7 +108,12 @@ def test_preempted_worker_is_replaced_and_rejoins_without_restart(hadoop_cluster
     assert any(e["event"] == "replacement_requested" and e["slot"] == slot for e in events)
     rejoins = [r for r in metrics["rejoins"] if r["slot"] == slot]
     assert rejoins, metrics["rejoins"]
-    print("worker lost -> rejoined:", round(rejoins[0]["time"] - lost[0]["time"], 1), "s")
+    # YARN warned before the kill, named that container, and the master only logged it
+    named = [e for e in events if e["event"] == "preemption_warned" and e["container"] == lost[0]["container"]]
+    assert named and named[0]["time"] < lost[0]["time"] and named[0]["reaction"] == [], (named, lost)
+    assert metrics["preemption"]["avoided"] == [] and "warned_s" not in lost[0], (metrics["preemption"], lost)
+    print("worker lost -> rejoined:", round(rejoins[0]["time"] - lost[0]["time"], 1), "s;",
+          f"warnings off: redone {metrics['redone_steps']} steps")
 
 
 def test_killed_parameter_server_resumes_from_checkpoint(hadoop_cluster, dataset, tmp_path):
