@@ -28,6 +28,7 @@ def busy_dataset(hadoop_cluster):
 
 
 def _run(hadoop_cluster, dataset, checkpoint_secs: int):
+    """The preemption of a worker of a job that checkpoints every ``checkpoint_secs`` s."""
     def train(cluster, data, background, extra):  # bigger tasks than the fault tests' (the last flag wins)
         return jobs.train(cluster, data, background=background, extra=[*extra, "--task-records", "2000"])
 
@@ -45,11 +46,13 @@ def _timeline(hadoop_cluster, run, metrics, events) -> str:
             + "\n".join(str(e) for e in events[first:first + 12]) + "\n" + jobs.diagnosis(hadoop_cluster, run)[-6000:])
 
 
-@pytest.mark.parametrize("checkpoint_secs", [600, 15], ids=["warnings", "warnings-checkpoint-due"])
-def test_a_warned_worker_gets_no_new_work_before_yarn_takes_it(hadoop_cluster, busy_dataset, checkpoint_secs):
-    """With --checkpoint-secs 600 only the epochs' ends checkpoint: no checkpoint is due within 15 s
-    of the warning, none is taken early; with 15 s one always is, and the coordinator takes it at
-    once (a checkpoint with every worker there rather than while the kill's closure re-runs)."""
+def test_a_warned_worker_gets_no_new_work_before_yarn_takes_it(hadoop_cluster, busy_dataset):
+    """With --checkpoint-secs 15 a checkpoint is always due within 15 s of the warning, and the
+    coordinator takes it at once (a checkpoint with every worker there rather than while the kill's
+    closure re-runs). That one not due is not taken early is the coordinator's decision alone,
+    tested without a cluster (test_worker_avoidance.test_checkpoint_due_within_by_time_and_by_steps):
+    a second job here (--checkpoint-secs 600) cost ~115 s of CI for it."""
+    checkpoint_secs = 15
     run = _run(hadoop_cluster, busy_dataset, checkpoint_secs)
     metrics, events = jobs.metrics(run), jobs.events(run)
     kinds = [e["event"] for e in events]
@@ -72,7 +75,7 @@ def test_a_warned_worker_gets_no_new_work_before_yarn_takes_it(hadoop_cluster, b
     assert periods[0]["to"] is None or periods[0]["to"] >= lost[0]["time"], (periods, lost)
     assert redone == 0, _timeline(hadoop_cluster, run, metrics, events)  # its closures finished before the kill
     (request,) = report["checkpoints"]
-    assert request["reason"] == "worker" and request["taken"] is (checkpoint_secs <= 15), report
+    assert request["reason"] == "worker" and request["taken"] is True, report  # due within 15 s: taken now
     print(f"checkpoint_secs={checkpoint_secs}: warned {lost[0]['time'] - named[0]['time']:.1f} s before the loss; "
           f"steps {metrics['steps']}, applied {metrics['applied_steps']}, redone {redone}; "
           f"closures turned back {report['turned_back']}; early checkpoints {report['checkpoints']}")
