@@ -1,4 +1,4 @@
-"""hdfs.open_whole against a fake hdfs-native client: a reader shorter than the file the NameNode
+"""hdfs_native.open_whole against a fake hdfs-native client: a reader shorter than the file the NameNode
 lists (its last block committed, not yet reported) is reopened, and never returned."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from tfhadoop.connectors import hdfs
+from tfhadoop.connectors import hdfs, hdfs_native
 
 
 class _Reader:
@@ -37,12 +37,12 @@ class _Client:
 
 def test_a_short_reader_is_reopened_until_the_block_is_reported():
     client = _Client(b"x" * 100, short=3)
-    reader = hdfs.open_whole(client, "/f", "hdfs://nn/f")
+    reader = hdfs_native.open_whole(client, "/f", "hdfs://nn/f")
     assert len(reader) == 100 and len(client.opened) == 4
     assert all(r.closed for r in client.opened[:3]) and not reader.closed
 
 
 def test_a_block_never_reported_fails_naming_the_file(monkeypatch):
-    monkeypatch.setattr(hdfs, "LAST_BLOCK_WAIT_S", 0.05)
+    monkeypatch.setattr(hdfs_native, "LAST_BLOCK_WAIT_S", 0.05)
     with pytest.raises(hdfs.HdfsError, match=r"^hdfs://nn/f: the NameNode lists 100 bytes but only 0 are readable"):
-        hdfs.open_whole(_Client(b"x" * 100, short=10**6), "/f", "hdfs://nn/f")
+        hdfs_native.open_whole(_Client(b"x" * 100, short=10**6), "/f", "hdfs://nn/f")

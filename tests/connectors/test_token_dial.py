@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tfhadoop import tokens
-from tfhadoop.connectors import hdfs
+from tfhadoop.connectors import hdfs_native
 
 pytestmark = pytest.mark.skipif(not tokens.PLUGIN.exists(), reason="libtfhdfs.so not built (make native)")
 
@@ -32,7 +32,7 @@ def token_file(path, *services: str, kind: bytes = b"HDFS_DELEGATION_TOKEN") -> 
 def test_ip_named_token_makes_python_dial_the_ip(tmp_path, monkeypatch):
     monkeypatch.setenv(tokens.TOKEN_FILE_ENV, token_file(tmp_path / "t", "127.0.0.1:9000"))
     assert tokens.dial_address("localhost:9000") == "127.0.0.1:9000"
-    assert hdfs._dial_url("hdfs://localhost:9000") == "hdfs://127.0.0.1:9000"
+    assert hdfs_native._dial_url("hdfs://localhost:9000") == "hdfs://127.0.0.1:9000"
     assert tokens.dial_address("localhost:9001") is None  # no token for that NameNode
 
 
@@ -42,4 +42,4 @@ def test_host_named_or_no_token_dials_the_authority(tmp_path, monkeypatch):
     monkeypatch.setenv(tokens.TOKEN_FILE_ENV, token_file(tmp_path / "k", "127.0.0.1:9000", kind=b"kms-dt"))
     assert tokens.dial_address("localhost:9000") is None
     monkeypatch.delenv(tokens.TOKEN_FILE_ENV)
-    assert hdfs._dial_url("hdfs://localhost:9000") == "hdfs://localhost:9000"
+    assert hdfs_native._dial_url("hdfs://localhost:9000") == "hdfs://localhost:9000"

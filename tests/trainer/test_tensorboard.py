@@ -168,14 +168,14 @@ def test_a_new_coordinator_closes_the_event_files_a_dead_one_left_open(hadoop_cl
     """A coordinator killed while it held an event file open (its PS lost during a close) left a file
     whose flushed bytes the NameNode lists and no reader may read (seen in a test run: 354 bytes
     listed, 0 readable); the next coordinator's Summaries recovers its lease, and those bytes read."""
-    from tfhadoop.connectors import hdfs
+    from tfhadoop.connectors import hdfs, hdfs_native
     from tfhadoop.trainer.summaries import Summaries
 
     path = f"/tmp/tensorboard-tests/{uuid.uuid4().hex[:8]}/{protocol.TENSORBOARD_DIR}/train/events.out.tfevents.1.dead"
     left = hadoop_cluster.hdfs_url(path)
     child = subprocess.run([sys.executable, "-c", LEFT_OPEN, left, path], capture_output=True, text=True, timeout=120)
     assert child.returncode == 0, child.stderr[-3000:]
-    monkeypatch.setattr(hdfs, "LAST_BLOCK_WAIT_S", 1.0)  # the reader's wait for a block report, cut short
+    monkeypatch.setattr(hdfs_native, "LAST_BLOCK_WAIT_S", 1.0)  # the reader's wait for a block report, cut short
     with pytest.raises(hdfs.HdfsError, match="lists 36 bytes but only 0 are readable"):
         hdfs.read_bytes(left)
     Summaries(left.rsplit("/", 2)[0])

@@ -1,7 +1,8 @@
 """HDFS for Python: the TFRecord reader/writer, the records CLI, the dataset manifest and the
 trainer's job files (event log, state, metrics, checkpoint renames, SavedModel publish) all go
-through this module. ``hdfs-native`` (RPC, Rust) by default, WebHDFS (the ``hdfs`` package,
-:mod:`.hdfs_webhdfs`) as the fallback for reading and writing records.
+through this module. ``hdfs-native`` (RPC, Rust; :mod:`.hdfs_native`) by default, WebHDFS (the
+``hdfs`` package, :mod:`.hdfs_webhdfs`) as the fallback for reading and writing records; what
+both share is :mod:`.hdfs_base`. This module picks the backend and holds the job-file operations.
 
 Why native first (measured on the embedded cluster, one 100 MB file of 10 KB records, 5
 interleaved rounds, 2-core host under load): raw sequential reads in 1 MiB pieces, median
@@ -20,17 +21,14 @@ long-running processes ride out a NameNode restart rather than fail a write. Add
 """
 from __future__ import annotations
 
-import fnmatch
 import os
-import re
 import threading
 import time
 import uuid
-from abc import ABC, abstractmethod
-from urllib.parse import urlparse
 
 from tfhadoop import kerberos
-from tfhadoop.errors import HdfsPermissionError, hdfs_error
+from tfhadoop.connectors.hdfs_base import HdfsError, _split
+from tfhadoop.connectors.hdfs_native import NativeFS, open_whole
 
 __all__ = ["HdfsError", "filesystem", "NativeFS", "BACKENDS", "DEFAULT_BACKEND",
            "exists", "read_bytes", "write_bytes", "append_bytes", "list_names", "rename", "delete",
@@ -39,227 +37,6 @@ __all__ = ["HdfsError", "filesystem", "NativeFS", "BACKENDS", "DEFAULT_BACKEND",
 BACKENDS = ("native", "webhdfs")
 DEFAULT_BACKEND = "native"
 ENV = "TFHADOOP_HDFS_CLIENT"
-_FAST_FAIL = {"dfs.client.failover.max.attempts": "0"}
-
-
-class HdfsError(OSError):
-    """HDFS could not be reached or refused an operation; the message names the NameNode."""
-
-
-def _split(url: str):
-    """(``hdfs://host:port``, ``/path``) of an hdfs URL; no authority means fs.defaultFS."""
-    u = urlparse(url)
-    if u.scheme != "hdfs":
-        raise ValueError(f"not an hdfs:// URL: {url}")
-    authority = u.netloc
-    if not authority:
-        default = _conf().default_fs
-        d = urlparse(default)
-        if d.scheme != "hdfs" or not d.netloc:
-            raise HdfsError(f"{url} has no NameNode address and fs.defaultFS is {default!r}")
-        authority = d.netloc
-    return f"hdfs://{authority}", u.path or "/"
-
-
-def _conf():
-    from tfhadoop import hadoop
-
-    return hadoop.load_conf()
-
-
-def _unstrip(base: str, path: str) -> str:
-    return base + (path if path.startswith("/") else "/" + path)
-
-
-def _has_glob(path: str) -> bool:
-    return any(c in path for c in "*?[")
-
-
-def _visible(path: str) -> bool:
-    return not path.rstrip("/").rsplit("/", 1)[-1].startswith((".", "_"))
-
-
-class _HdfsFS(ABC):
-    """What the reader/writer need from a filesystem; ``path`` arguments are full URLs."""
-
-    name = "?"
-
-    def __init__(self, base: str):
-        self.base = base
-
-    @abstractmethod
-    def _status(self, path: str) -> bool | None:
-        """Whether ``path`` is a directory; None when nothing is there."""
-
-    @abstractmethod
-    def _list(self, path: str) -> list[tuple[str, bool]]:
-        """(name, is_dir) of each entry of the directory ``path``."""
-
-    def _fail(self, what: str, path: str, exc: Exception) -> OSError:
-        """``exc`` as the error to raise: FileNotFoundError, PermissionError or HdfsError."""
-        if isinstance(exc, FileNotFoundError):
-            return FileNotFoundError(f"{_unstrip(self.base, path)}: no such file")
-        text = str(exc)
-        # hdfs-native: RPCError("<Java class>", "<message>\n\tat <stack>..."): one line of it
-        m = re.search(r'\("([\w.$]+(?:Exception|Error))", "((?:[^"\\]|\\.)*)', text)
-        mapped = m and hdfs_error(m.group(1), m.group(2).replace("\\n", "\n").replace('\\"', '"'),
-                                  f"HDFS {what} of {_unstrip(self.base, path)}")
-        if mapped:
-            return (PermissionError if isinstance(mapped, HdfsPermissionError) else HdfsError)(str(mapped))
-        return HdfsError(f"HDFS {what} of {_unstrip(self.base, path)} failed via {self.name} ({self.base}): {text}")
-
-    def expand(self, url: str, recursive: bool = True) -> list[str]:
-        _, path = _split(url)
-        if _has_glob(path):
-            matches = self._glob(path)
-        else:
-            st = self._status(path)
-            matches = [] if st is None else [(path, st)]
-        files = []
-        for p, is_dir in sorted(matches):
-            if is_dir:
-                files.extend(_unstrip(self.base, f) for f in sorted(self._files_under(p, recursive)))
-            else:
-                files.append(_unstrip(self.base, p))
-        return files
-
-    def _glob(self, pattern: str):
-        """(path, is_dir) matching ``pattern`` component by component."""
-        parts = [p for p in pattern.split("/") if p]
-        found = [("/", True)]
-        for part in parts:
-            nxt = []
-            for parent, is_dir in found:
-                if not is_dir:
-                    continue
-                child_prefix = parent.rstrip("/") + "/"
-                if not _has_glob(part):
-                    st = self._status(child_prefix + part)
-                    if st is not None:
-                        nxt.append((child_prefix + part, st))
-                    continue
-                for name, d in self._list(parent):
-                    if fnmatch.fnmatchcase(name, part):
-                        nxt.append((child_prefix + name, d))
-            found = nxt
-        return found
-
-    def _files_under(self, path: str, recursive: bool):
-        out = []
-        for name, is_dir in self._list(path):
-            if not _visible(name):
-                continue
-            child = path.rstrip("/") + "/" + name
-            if is_dir:
-                if recursive:
-                    out.extend(self._files_under(child, True))
-            else:
-                out.append(child)
-        return out
-
-
-class NativeFS(_HdfsFS):
-    """hdfs-native: the NameNode/DataNode RPC protocols in Rust, no JVM."""
-
-    name = "hdfs-native"
-
-    def __init__(self, base: str, config: dict | None = None, patient: bool = False):
-        import hdfs_native
-
-        super().__init__(base)
-        cfg = {} if patient else dict(_FAST_FAIL)
-        try:
-            props = _conf().props
-            cfg.update({k: v for k, v in props.items() if k.startswith(("dfs.", "fs.", "hadoop.", "ipc."))})
-        except Exception:  # noqa: BLE001 - no local conf: the URL alone is enough
-            pass
-        cfg.update(config or {})
-        self._client = hdfs_native.Client(_dial_url(base), config=cfg)
-        self._options = hdfs_native.WriteOptions
-
-    def _call(self, what, path, fn, *args):
-        try:
-            return fn(*args)
-        except FileNotFoundError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - hdfs-native raises plain RuntimeError/OSError
-            raise self._fail(what, path, exc) from None
-
-    def open_read(self, url: str):
-        _, path = _split(url)
-        try:
-            return open_whole(self._client, path, url)
-        except FileNotFoundError:
-            raise FileNotFoundError(f"{url}: no such file") from None
-        except Exception as exc:  # noqa: BLE001
-            raise self._fail("read", path, exc) from None
-
-    def open_write(self, url: str, overwrite: bool = True):
-        _, path = _split(url)
-        opts = self._options(overwrite=overwrite, create_parent=True)
-        return self._call("write", path, self._client.create, path, opts)
-
-    def size(self, url: str) -> int:
-        _, path = _split(url)
-        return self._call("stat", path, self._client.get_file_info, path).length
-
-    def _status(self, path: str):
-        try:
-            return self._client.get_file_info(path).isdir
-        except FileNotFoundError:
-            return None
-        except Exception as exc:  # noqa: BLE001
-            raise self._fail("stat", path, exc) from None
-
-    def _list(self, path: str):
-        entries = self._call("list", path, lambda: list(self._client.list_status(path, False)))
-        return [(e.path.rstrip("/").rsplit("/", 1)[-1], e.isdir) for e in entries]
-
-    def delete(self, url: str, recursive: bool = False) -> bool:
-        _, path = _split(url)
-        return self._call("delete", path, self._client.delete, path, recursive)
-
-    def check(self) -> None:
-        self._status("/")
-
-
-LAST_BLOCK_WAIT_S = 30.0  # how long a reader waits for a closed file's last block (open_whole)
-
-
-def open_whole(client, path: str, url: str):
-    """hdfs-native's reader of ``path`` over the whole length the NameNode lists for it.
-
-    Where the NameNode lets a writer close while its last block is only COMMITTED
-    (``dfs.namenode.file.close.num-committed-allowed``, HDFS-8999: the embedded cluster sets it),
-    the block locations leave that block out of the file's length until a DataNode reports it,
-    milliseconds later; a reader opened in between reads a shorter, often empty, file and no
-    error (seen: 5 of 300 reads right after a close). Like Hadoop's own client, wait for the
-    report and open again; rather than return bytes the file does not hold, fail naming it."""
-    deadline = time.monotonic() + LAST_BLOCK_WAIT_S
-    delay = 0.01
-    while True:
-        listed = client.get_file_info(path).length
-        reader = client.read(path)
-        readable = len(reader)
-        if readable >= listed:
-            return reader
-        reader.close()
-        if time.monotonic() >= deadline:
-            raise HdfsError(f"{url}: the NameNode lists {listed} bytes but only {readable} are readable: "
-                            f"no DataNode has reported its last block after {LAST_BLOCK_WAIT_S:.0f} s, or the "
-                            "file is open: a writer that died holds it until HDFS recovers its lease")
-        time.sleep(delay)
-        delay = min(delay * 2, 0.5)
-
-
-def _dial_url(base: str) -> str:
-    """``base``, or ``hdfs://ip:port`` in a container whose delegation token names the NameNode by
-    IP (hdfs-native picks the token whose service equals the address it dials)."""
-    from tfhadoop import tokens
-
-    authority = base.split("://", 1)[-1].split("/", 1)[0]
-    dial = tokens.dial_address(authority) if authority else None
-    return f"hdfs://{dial}" if dial else base
 
 
 def _secured() -> bool:

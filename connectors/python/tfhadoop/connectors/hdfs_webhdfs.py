@@ -7,7 +7,7 @@ import getpass
 import os
 from urllib.parse import urlparse
 
-from tfhadoop.connectors.hdfs import HdfsError, _conf, _HdfsFS, _split, _unstrip
+from tfhadoop.connectors.hdfs_base import HdfsError, _conf, _HdfsFS, _split, _unstrip
 
 
 class _OwnsContext:
