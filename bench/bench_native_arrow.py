@@ -124,7 +124,7 @@ print(t_read, time.perf_counter() - t)
 
 
 def parquet_bench(mb, where):
-    from tfhadoop.connectors.tfrecord import TFRecordWriter
+    from tfhadoop.connectors.tfrecord_writer import TFRecordWriter
 
     if where:
         os.makedirs(where, exist_ok=True)
@@ -191,7 +191,7 @@ def from_parquet_bench(parquet: str, d: str, tfrecord_bytes: int) -> None:
     does) vs handed to the Python writer record by record (what it did before)."""
     import pyarrow.parquet as pq
 
-    from tfhadoop.connectors.tfrecord import TFRecordWriter
+    from tfhadoop.connectors.tfrecord_writer import TFRecordWriter
 
     tool = os.path.join(os.path.dirname(sys.executable), "tfhadoop")
     back = os.path.join(d, "back.tfrecord")

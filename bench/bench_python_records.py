@@ -77,7 +77,7 @@ def bench_read(tf, path, n, nbytes, repeat, results, label):
 
 
 def bench_write(tf, records, workdir, repeat, results, label):
-    from tfhadoop.connectors.tfrecord import TFRecordWriter
+    from tfhadoop.connectors.tfrecord_writer import TFRecordWriter
 
     nbytes = sum(len(r) for r in records)
 
@@ -107,7 +107,8 @@ def bench_examples(tf, workdir, n, repeat, results):
     from tfhadoop.connectors import dataset
     from tfhadoop.connectors import example as ex
     from tfhadoop.connectors import example_wire as wire
-    from tfhadoop.connectors.tfrecord import read_records, write_records
+    from tfhadoop.connectors.tfrecord import read_records
+    from tfhadoop.connectors.tfrecord_writer import write_records
 
     rng = random.Random(1)
     rows = [
@@ -147,7 +148,8 @@ def bench_examples(tf, workdir, n, repeat, results):
 def bench_hdfs(workdir, mb, repeat, results):
     from tfhadoop import hadoop
     from tfhadoop.connectors import hdfs
-    from tfhadoop.connectors.tfrecord import TFRecordReader, write_records
+    from tfhadoop.connectors.tfrecord import TFRecordReader
+    from tfhadoop.connectors.tfrecord_writer import write_records
 
     conf = hadoop.load_conf()
     url = conf.default_fs.rstrip("/") + "/tmp/tfhadoop-bench/hdfs_read.tfrecord"
@@ -196,7 +198,7 @@ def main(argv=None):
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import tensorflow as tf
 
-    from tfhadoop.connectors.tfrecord import write_records
+    from tfhadoop.connectors.tfrecord_writer import write_records
 
     results = {}
     with tempfile.TemporaryDirectory(dir=args.workdir) as workdir:

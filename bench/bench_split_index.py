@@ -30,7 +30,7 @@ def nested_file(base, mb):
     Returns ({"with_index"|"no_index": dir}, records)."""
     import random
 
-    from tfhadoop.connectors.tfrecord import encode_record, write_records
+    from tfhadoop.connectors.tfrecord_writer import encode_record, write_records
 
     n = max(1000, (mb - 163) * 1024 * 1024 // 2560)
     huge = {n // 3, 2 * n // 3}

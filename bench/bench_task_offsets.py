@@ -43,7 +43,7 @@ def encoded(records):
 def write_shards(url, data, per_shard):
     """Uncompressed shards of ``per_shard`` records written straight to HDFS by our writer, which
     adds the index sidecar."""
-    from tfhadoop.connectors.tfrecord import write_records
+    from tfhadoop.connectors.tfrecord_writer import write_records
 
     shards = []
     for i in range(len(data) // per_shard):

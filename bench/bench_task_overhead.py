@@ -34,7 +34,7 @@ def write_shard(path: str, records: int) -> list[int]:
     import numpy as np
 
     from tfhadoop.connectors.example import encode_example
-    from tfhadoop.connectors.tfrecord import write_records
+    from tfhadoop.connectors.tfrecord_writer import write_records
 
     rng = np.random.default_rng(0)
     x = rng.normal(size=(records, FEATURES)).astype(np.float32)

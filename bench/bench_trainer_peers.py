@@ -54,7 +54,7 @@ def write_dataset(folder: str, records: int, shards: int) -> dict:
     from tfhadoop.connectors.dataset import MANIFEST, dumps, manifest_doc
     from tfhadoop.connectors.example import encode_example
     from tfhadoop.connectors.splits import build_boundary_index
-    from tfhadoop.connectors.tfrecord import write_records
+    from tfhadoop.connectors.tfrecord_writer import write_records
 
     rng = np.random.default_rng(0)
     w = rng.normal(size=FEATURES)

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from tfhadoop.cli import main
 from tfhadoop.connectors.errors import TFRecordError
 from tfhadoop.connectors.splits import BoundaryIndex, load_boundary_index, read_split, sidecar_path
-from tfhadoop.connectors.tfrecord import encode_record, write_records
+from tfhadoop.connectors.tfrecord_writer import encode_record, write_records
 
 
 def nested_records(rng: random.Random, n: int, max_len: int, big: int) -> list[bytes]:

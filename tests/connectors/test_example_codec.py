@@ -176,7 +176,8 @@ def test_example_files_both_ways(tmp_path, compression):
     """Files, not just messages: TF writes Examples/SequenceExamples, we read them, and back."""
     import tensorflow as tf
 
-    from tfhadoop.connectors.tfrecord import read_records, write_records
+    from tfhadoop.connectors.tfrecord import read_records
+    from tfhadoop.connectors.tfrecord_writer import write_records
 
     rows = [{"id": [i], "w": [0.5 * i, -1.0], "s": [b"r%d" % i]} for i in range(20)]
     seqs = [({"id": [i]}, {"steps": [[i], [i, i + 1]]}) for i in range(5)]

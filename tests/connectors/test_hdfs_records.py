@@ -9,7 +9,8 @@ import pytest
 from tfhadoop.cli import main
 from tfhadoop.connectors import hdfs, hdfs_webhdfs
 from tfhadoop.connectors.index import build_index, load_index
-from tfhadoop.connectors.tfrecord import read_records, write_records
+from tfhadoop.connectors.tfrecord import read_records
+from tfhadoop.connectors.tfrecord_writer import write_records
 
 RECORDS = [os.urandom(i * 37 % 5000) for i in range(300)] + [os.urandom(3 << 20)]
 

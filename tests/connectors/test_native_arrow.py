@@ -184,7 +184,7 @@ def test_framed_batches_write_the_same_file_and_index_as_record_by_record(table,
     import tempfile
 
     from tfhadoop.connectors.splits import sidecar_path
-    from tfhadoop.connectors.tfrecord import TFRecordWriter
+    from tfhadoop.connectors.tfrecord_writer import TFRecordWriter
 
     with tempfile.TemporaryDirectory() as d:
         for native_ in (None, False):
@@ -255,7 +255,7 @@ def test_kind_conflict_when_inferring():
 
 
 def test_errors_name_file_and_offset(tmp_path):
-    from tfhadoop.connectors.tfrecord import write_records
+    from tfhadoop.connectors.tfrecord_writer import write_records
 
     path = str(tmp_path / "part-0.tfrecord")
     recs = [encode_example({"x": [1]}), encode_example({"x": [2]}), encode_example({"x": [0.5]})]
@@ -348,7 +348,8 @@ def test_cli_to_parquet_and_back(tmp_path, capsys):
     import pyarrow.parquet as pq
 
     from tfhadoop.cli import main
-    from tfhadoop.connectors.tfrecord import read_records, write_records
+    from tfhadoop.connectors.tfrecord import read_records
+    from tfhadoop.connectors.tfrecord_writer import write_records
 
     recs = [encode_example({"id": [i], "v": [i * 0.5, 1.0], "tag": [b"t%d" % i]}) for i in range(1000)]
     for k in range(3):

@@ -13,7 +13,7 @@ from tfhadoop.connectors import arrow as ar
 from tfhadoop.connectors import arrow_framing
 from tfhadoop.connectors.errors import TFRecordError
 from tfhadoop.connectors.example import encode_example
-from tfhadoop.connectors.tfrecord import encode_record, write_records
+from tfhadoop.connectors.tfrecord_writer import encode_record, write_records
 
 pytest.importorskip("tfhadoop.connectors._tfarrow")
 

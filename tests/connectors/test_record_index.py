@@ -6,7 +6,7 @@ import os
 import pytest
 
 from tfhadoop.connectors.index import build_index, load_index, plan_tasks, read_task
-from tfhadoop.connectors.tfrecord import write_records
+from tfhadoop.connectors.tfrecord_writer import write_records
 
 
 @pytest.mark.parametrize("name", ["a.tfrecord", "a.tfrecord.gz"])

@@ -13,7 +13,8 @@ import pytest
 
 from tfhadoop.cli import main
 from tfhadoop.connectors.example import encode_example, encode_sequence_example
-from tfhadoop.connectors.tfrecord import TFRecordReader, write_records
+from tfhadoop.connectors.tfrecord import TFRecordReader
+from tfhadoop.connectors.tfrecord_writer import write_records
 
 TFHADOOP = str(Path(sys.executable).with_name("tfhadoop"))
 

@@ -8,7 +8,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tfhadoop.connectors.errors import TFRecordError
-from tfhadoop.connectors.tfrecord import TFRecordReader, TFRecordWriter, encode_record
+from tfhadoop.connectors.tfrecord import TFRecordReader
+from tfhadoop.connectors.tfrecord_writer import TFRecordWriter, encode_record
 
 FAST = settings(max_examples=400, deadline=2000, suppress_health_check=[HealthCheck.too_slow])
 

@@ -9,14 +9,8 @@ from typing import Literal
 import pytest
 
 from tfhadoop.connectors.errors import CorruptedRecordError, TruncatedRecordError
-from tfhadoop.connectors.tfrecord import (
-    ReadStats,
-    TFRecordReader,
-    TFRecordWriter,
-    encode_record,
-    read_records,
-    write_records,
-)
+from tfhadoop.connectors.tfrecord import ReadStats, TFRecordReader, read_records
+from tfhadoop.connectors.tfrecord_writer import TFRecordWriter, encode_record, write_records
 
 RECORDS = [b"", b"a", os.urandom(100), b"\x00" * 1000, os.urandom(10_000), b""]
 TF_COMPRESSION = {"": "", "GZIP": "GZIP", "ZLIB": "ZLIB"}

@@ -14,7 +14,7 @@ pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
 tf = pytest.importorskip("tensorflow")
 
-from tfhadoop.connectors.tfrecord import encode_record  # noqa: E402
+from tfhadoop.connectors.tfrecord_writer import encode_record  # noqa: E402
 from tfhadoop.spark.tfrecord import read_tfrecord, write_tfrecord  # noqa: E402
 
 

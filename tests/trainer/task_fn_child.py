@@ -14,7 +14,7 @@ import numpy as np
 import tf_keras
 
 from tfhadoop.connectors.example import encode_example
-from tfhadoop.connectors.tfrecord import write_records
+from tfhadoop.connectors.tfrecord_writer import write_records
 from tfhadoop.trainer import step
 from tfhadoop.trainer.server import in_process_ps_cluster
 from tfhadoop.trainer.tasks import Task

@@ -15,7 +15,7 @@ def member(tmp_path_factory):
     import tf_keras
 
     from tfhadoop.connectors.example import encode_example
-    from tfhadoop.connectors.tfrecord import write_records
+    from tfhadoop.connectors.tfrecord_writer import write_records
     from tfhadoop.trainer.allreduce_round import counted_round_fn
     from tfhadoop.trainer.keras_step import train_step_fn
     from tfhadoop.trainer.step import model_parse_fn

@@ -74,7 +74,7 @@ def write_dataset(url: str, train_shards=(600, 600, 600, 600), eval_records=400,
     columns imply (what a newer export records beside them). Returns the manifest."""
     from tfhadoop.connectors import dataset, hdfs
     from tfhadoop.connectors.example import encode_example
-    from tfhadoop.connectors.tfrecord import write_records
+    from tfhadoop.connectors.tfrecord_writer import write_records
 
     local = tempfile.mkdtemp(prefix="trainer-dataset-")
     ext = {"gzip": ".tfrecord.gz", "zlib": ".tfrecord.zz", "none": ".tfrecord"}[compression]

@@ -45,7 +45,7 @@ def test_with_a_ticket_records_round_trip_over_kerberos_and_sasl(secure_cluster,
     env = client_env(cluster, info, tmp_path / "cc")
     kinit(env, info["principal"], info["keytab"])
     url = info["fs_default"] + f"/user/{info['principal'].split('@')[0]}/records/part-0.tfrecord"
-    script = ("from tfhadoop.connectors import tfrecord as t; "
+    script = ("from tfhadoop.connectors import tfrecord_writer as t; "
               f"t.write_records({url!r}, [b'a' * 100, b'b' * 200, b'c'])")
     subprocess.run([sys.executable, "-c", script], env=env, check=True, timeout=120)
     proc, _ = tfh(env, "records", "count", url)
@@ -98,7 +98,7 @@ def test_keytab_login_and_a_second_user_cannot_read_the_first_users_files(secure
     url = info["fs_default"] + f"/user/{user}/private.tfrecord"
     mine = client_env(cluster, info, tmp_path / "cc")
     kinit(mine, info["principal"], info["keytab"])
-    subprocess.run([sys.executable, "-c", "from tfhadoop.connectors import tfrecord as t; "
+    subprocess.run([sys.executable, "-c", "from tfhadoop.connectors import tfrecord_writer as t; "
                     f"t.write_records({url!r}, [b'secret'])"], env=mine, check=True, timeout=120)
     proc, _ = tfh(env, "records", "count", url, "--principal", info["principal"], "--keytab", info["keytab"])
     assert proc.returncode == 0 and proc.stdout.split()[0] == "1", proc.stderr[-2000:]

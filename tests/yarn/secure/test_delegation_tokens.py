@@ -43,7 +43,7 @@ def test_container_uses_delegation_tokens_for_hdfs_and_the_tf_plugin(secure_clus
     user = info["principal"].split("@")[0]
     data = info["fs_default"] + f"/user/{user}/tokens/part-0.tfrecord"
     out = info["fs_default"] + f"/user/{user}/tokens/out.txt"
-    subprocess.run([sys.executable, "-c", "from tfhadoop.connectors import tfrecord as t; "
+    subprocess.run([sys.executable, "-c", "from tfhadoop.connectors import tfrecord_writer as t; "
                     f"t.write_records({data!r}, [b'x'] * 7)"], env=env, check=True, timeout=120)
     (tmp_path / "check.py").write_text(CONTAINER_CHECK)
     submit = f"""
@@ -113,7 +113,7 @@ def test_ip_named_delegation_token_is_found_by_python_and_the_tf_plugin(secure_c
     kinit(env, info["principal"], info["keytab"])
     user = info["principal"].split("@")[0]
     url = info["fs_default"] + f"/user/{user}/ip-token/part-0.tfrecord"
-    subprocess.run([sys.executable, "-c", "from tfhadoop.connectors import tfrecord as t; "
+    subprocess.run([sys.executable, "-c", "from tfhadoop.connectors import tfrecord_writer as t; "
                     f"t.write_records({url!r}, [b'x'] * 5)"], env=env, check=True, timeout=120)
     tokens = tmp_path / "tokens"
     fetch = subprocess.run([java, f"-Djava.security.krb5.conf={info['krb5_conf']}", "-cp", f"{conf}:{tools}",

@@ -10,7 +10,7 @@ import pyarrow as pa
 from tfhadoop.connectors.arrow_codec import _use_native
 from tfhadoop.connectors.arrow_pure import _pure_encode
 from tfhadoop.connectors.dataset import _is_list
-from tfhadoop.connectors.tfrecord import frame_records
+from tfhadoop.connectors.tfrecord_writer import frame_records
 
 
 def table_to_examples(data, record_type: str = "Example", deterministic: bool = False, native=None):
@@ -31,7 +31,7 @@ def table_to_framed(data, record_type: str = "Example", deterministic: bool = Fa
 
 def write_table(data, path: str, record_type: str = "Example", compression: str | None = None) -> int:
     """Write a Table/RecordBatch to one TFRecord file (one record per row); returns the row count."""
-    from tfhadoop.connectors.tfrecord import write_records
+    from tfhadoop.connectors.tfrecord_writer import write_records
 
     return write_records(path, table_to_examples(data, record_type), compression)
 

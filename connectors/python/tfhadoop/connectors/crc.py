@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from google_crc32c import value as crc32c  # the C extension's value(); bytes only, no memoryview
 
-__all__ = ["crc32c", "masked_crc", "mask", "unmask"]
+__all__ = ["crc32c", "masked_crc", "mask", "unmask", "MASK_DELTA", "U32_MASK"]
 
-_MASK_DELTA = 0xA282EAD8
-_U32 = 0xFFFFFFFF
+MASK_DELTA = 0xA282EAD8  # the readers' and writers' hot loops inline the mask with these two
+U32_MASK = 0xFFFFFFFF
+_MASK_DELTA, _U32 = MASK_DELTA, U32_MASK
 
 
 def mask(crc: int) -> int:

@@ -173,7 +173,7 @@ def _from_parquet(args) -> int:
     import pyarrow.parquet as pq
 
     from tfhadoop.connectors import arrow as ar
-    from tfhadoop.connectors.tfrecord import TFRecordWriter
+    from tfhadoop.connectors.tfrecord_writer import TFRecordWriter
 
     try:
         sources = [pq.ParquetFile(p) for p in args.paths]
