@@ -11,19 +11,18 @@ __all__ = ["crc32c", "masked_crc", "mask", "unmask", "MASK_DELTA", "U32_MASK"]
 
 MASK_DELTA = 0xA282EAD8  # the readers' and writers' hot loops inline the mask with these two
 U32_MASK = 0xFFFFFFFF
-_MASK_DELTA, _U32 = MASK_DELTA, U32_MASK
 
 
 def mask(crc: int) -> int:
-    return ((((crc >> 15) | (crc << 17)) & _U32) + _MASK_DELTA) & _U32
+    return ((((crc >> 15) | (crc << 17)) & U32_MASK) + MASK_DELTA) & U32_MASK
 
 
 def unmask(masked: int) -> int:
-    rot = (masked - _MASK_DELTA) & _U32
-    return ((rot >> 17) | (rot << 15)) & _U32
+    rot = (masked - MASK_DELTA) & U32_MASK
+    return ((rot >> 17) | (rot << 15)) & U32_MASK
 
 
 def masked_crc(data: bytes) -> int:
     """The checksum TFRecord writes after ``data``."""
     crc = crc32c(data)
-    return ((((crc >> 15) | (crc << 17)) & _U32) + _MASK_DELTA) & _U32
+    return ((((crc >> 15) | (crc << 17)) & U32_MASK) + MASK_DELTA) & U32_MASK

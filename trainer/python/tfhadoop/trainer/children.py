@@ -50,7 +50,7 @@ def exit_error(what: str, returncode: int, where: str = "") -> dict:
     """The error of a child that ended with ``returncode`` and left no error of its own: a
     NATIVE_CRASH_ERROR when a crash signal killed it (the master restarts it once from the
     checkpoint: the same crash twice in a row fails the job), else "unknown"."""
-    crashed = returncode < 0 and -returncode in [int(s) for s in CRASH_SIGNALS]
+    crashed = -returncode in CRASH_SIGNALS  # Signals are ints: -11 is SIGSEGV's
     return {"type": protocol.NATIVE_CRASH_ERROR if crashed else "unknown",
             "message": f"{what} {exit_description(returncode)}{where}"}
 
