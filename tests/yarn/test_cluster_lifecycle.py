@@ -2,6 +2,7 @@
 recovered with its HDFS data, `down` ends exactly what `up` started."""
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -73,7 +74,23 @@ def test_hadoop_conf_dir_selects_a_real_cluster(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
-def test_crashed_cluster_recovers_with_its_hdfs_data(tmp_path):
+def _shared_driver(cluster: EmbeddedCluster) -> tuple[str, int]:
+    """Two YARN clients of ``cluster`` share one driver (tfhadoop.yarn.warm_driver), which answers;
+    its address and pid."""
+    from tfhadoop.yarn import warm_driver
+    from tfhadoop.yarn.client import skein_client
+
+    with skein_client() as first, skein_client() as second:
+        assert first.address == second.address  # a driver of its own each would listen on a port of its own
+        first.get_applications()
+    data = json.loads((cluster.state_dir / warm_driver.DIR / warm_driver.DRIVER_FILE).read_text())
+    assert data["address"] == first.address and _alive(data["pid"]), data
+    return data["address"], data["pid"]
+
+
+def test_crashed_cluster_recovers_with_its_hdfs_data(tmp_path, monkeypatch):
+    """... and its clients' shared Skein driver: one per cluster JVM, replaced when killed, retired
+    with the JVM it served (a crash, `down`)."""
     from hdfs import InsecureClient
 
     from tfhadoop.hadoop import HadoopConf
@@ -82,9 +99,16 @@ def test_crashed_cluster_recovers_with_its_hdfs_data(tmp_path):
     small = ClusterOptions(node_managers=1, nm_memory_mb=2048, nm_vcores=2)
     info = cluster.up(small)
     assert info["start_seconds"] < 180  # started, with margin for a slow host
+    monkeypatch.setenv("HADOOP_CONF_DIR", str(cluster.conf_dir))
+    monkeypatch.setenv("PATH", f"{cluster.bin_dir}{os.pathsep}{os.environ['PATH']}")
     try:
         conf = HadoopConf.load(cluster.conf_dir)
         InsecureClient(conf.webhdfs_url, user="root").write("/keep/me.txt", b"survives a crash")
+        _, killed = _shared_driver(cluster)
+        os.kill(killed, signal.SIGKILL)  # a driver that died: the next client starts another
+        wait_for(lambda: not _alive(killed), 30, "the killed driver to go")
+        _, first_driver = _shared_driver(cluster)
+        assert first_driver != killed
         os.kill(info["pid"], signal.SIGKILL)  # a crash: no shutdown hook, pid file left behind
         deadline = time.monotonic() + 30
         while cluster.pid() is not None and time.monotonic() < deadline:
@@ -96,11 +120,14 @@ def test_crashed_cluster_recovers_with_its_hdfs_data(tmp_path):
         conf = HadoopConf.load(cluster.conf_dir)
         with InsecureClient(conf.webhdfs_url, user="root").read("/keep/me.txt") as reader:
             assert reader.read() == b"survives a crash"  # pyright: ignore[reportAttributeAccessIssue] - hdfs's read() yields a generator only when given chunk_size or delimiter: a file object here
+        assert not _alive(first_driver)  # retired with the JVM it was bound to (its ResourceManager's ports)
+        _, driver = _shared_driver(cluster)  # a new one, for the new JVM
     finally:
         pid = cluster.pid()
         assert cluster.down()
     assert pid is not None and not _alive(pid)
     assert not cluster.pid_file.exists()
+    wait_for(lambda: not _alive(driver), 30, "`down` to stop the shared driver")
 
 
 def _alive(pid: int) -> bool:

@@ -31,10 +31,34 @@ def require_yarn_command(env: dict | None = None) -> str:
 
 def skein_client(**kwargs):
     """A ``skein.Client`` (``kwargs`` as Skein's), or a one-line CommandError; the caller has pointed
-    this process at the cluster (``hadoop.use_cluster``)."""
+    this process at the cluster (``hadoop.use_cluster``). On an embedded cluster without Kerberos,
+    a client of its shared driver (tfhadoop.yarn.warm_driver; ``log`` and ``log_level`` then do not
+    apply: that driver logs to the state dir's ``logs/skein-driver.log``)."""
     import skein
 
     require_yarn_command()
     if "SKEIN_DRIVER_JAVA_OPTIONS" not in os.environ:  # Skein's own setting, which replaces ours
         kwargs.setdefault("java_options", list(hadoop.LEAN_JVM_FLAGS))
+    if "keytab" not in kwargs and "address" not in kwargs:
+        shared = _shared_driver_client(kwargs.get("java_options"))
+        if shared is not None:
+            return shared
     return skein.Client(**kwargs)
+
+
+def _shared_driver_client(java_options: list[str] | None):
+    """A client of the embedded cluster's shared driver, or None (another cluster, Kerberos)."""
+    state = hadoop.embedded_state_dir()
+    if state is None:
+        return None
+    from tfhadoop.yarn import warm_driver
+    from tfhadoop.yarn.embedded import EmbeddedCluster
+
+    info = EmbeddedCluster(state).info()
+    if info is None or info.get("secure"):
+        return None
+    return warm_driver.client(state, info["pid"], [*(java_options or []), *SHARED_DRIVER_JVM_FLAGS])
+
+
+# The shared driver outlives the commands that use it: a bounded heap, not a quarter of the host's.
+SHARED_DRIVER_JVM_FLAGS = ("-Xmx512m",)

@@ -3,7 +3,8 @@
 The state dir holds everything: ``conf/`` (client configuration with the ports the daemons got),
 ``hdfs/`` (NameNode and DataNode storage, kept across restarts), ``target/`` (NodeManager work and
 log dirs), ``logs/``, ``bin/`` (``yarn`` and ``hdfs`` commands for clients such as Skein),
-``cluster.pid`` (written at launch) and ``cluster.json`` (written by the JVM once it is ready).
+``cluster.pid`` (written at launch), ``cluster.json`` (written by the JVM once it is ready) and
+``skein/`` (the Skein driver its clients share, tfhadoop.yarn.warm_driver).
 
 This module runs the cluster's JVM (up, down, status); the other roles have a module each:
 ``embedded_options`` (what ``up`` takes), ``embedded_commands`` (the files written before the JVM
@@ -23,6 +24,7 @@ from pathlib import Path
 from tfhadoop.errors import CommandError
 from tfhadoop.hadoop import LEAN_JVM_FLAGS, HadoopConf, default_state_dir, java_executable, java_home
 from tfhadoop.ports import free_port, port_is_free
+from tfhadoop.yarn import warm_driver
 from tfhadoop.yarn.embedded_commands import read_classpath, write_commands
 from tfhadoop.yarn.embedded_health import cluster_health
 from tfhadoop.yarn.embedded_nodemanager import NodeManagerProcess, start_node_manager
@@ -171,6 +173,7 @@ class EmbeddedCluster:
 
     def _recover_stale_state(self, format_hdfs: bool) -> None:
         """A pid file without a live JVM means the last run crashed or was killed."""
+        warm_driver.stop(self.state_dir)  # bound to the JVM that is gone, and to its ports
         if self.pid_file.exists():
             log.warning("state dir %s is left from a run that did not stop cleanly (pid %s is gone); "
                         "recovering: HDFS data is kept, YARN work dirs are reset",
@@ -235,6 +238,7 @@ class EmbeddedCluster:
     def down(self, timeout: float = 60.0) -> bool:
         """Stop the JVM this state dir started, and any container it left. False if none ran."""
         pid = self.pid()
+        warm_driver.stop(self.state_dir)
         if pid is None:
             orphans = self._kill_orphans()
             self.pid_file.unlink(missing_ok=True)
