@@ -184,7 +184,7 @@ def event_seen(run, kind: str, count: int = 1):
     return check
 
 
-_SKEIN: list = []  # one Skein client for the session's polls: each new one starts a driver JVM
+_SKEIN: list = []  # one Skein client for the session's polls (of the shared driver on the embedded cluster)
 
 
 def kv(app: str, key: str):

@@ -324,21 +324,39 @@ def test_namenode_restart_during_reads_is_waited_out(hadoop_cluster, dataset):
           f"{sorted({e['what'] for e in retries})}")
 
 
-def test_hung_coordinator_is_killed_and_restarted_from_the_checkpoint(hadoop_cluster, dataset):
-    """Row 2, the coordinator: SIGSTOPped in the application master's container after its first
+def test_hung_then_crashed_coordinator_is_restarted_from_the_checkpoint(hadoop_cluster, dataset):
+    """Row 2, the coordinator: SIGSTOPped in the application master's container in its second
     epoch, its heartbeat (``coordinator`` in the key-value store) stops; the master kills it after
-    --hang-timeout s and starts a new one, which resumes from the checkpoint."""
+    --hang-timeout s and starts a new one, which resumes from the checkpoint. Once that one trains,
+    it is killed by SIGSEGV (a crash inside TensorFlow's runtime, with no Python error of its own):
+    the master names it NativeCrash, restarts it from the checkpoint too, and the job succeeds with
+    every epoch counted once."""
     from tfhadoop.connectors import hdfs
+    from tfhadoop.trainer.protocol import NATIVE_CRASH_ERROR
 
-    epochs, hang_timeout = 8, 8
+    hang_timeout = 8
     steps_per_epoch = 2400 // 300 * -(-300 // 32)  # a checkpoint at each epoch's end (and every 60 s)
+    crash: dict = {}
 
-    def at_stop(kv, run):  # nothing newer comes from a stopped coordinator, nor a checkpoint
-        return (json.loads(kv["progress"].decode()),
-                json.loads(hdfs.read_bytes(f"{run}/ckpt/latest/state.json"))["steps"])
+    def at_stop(kv, run):
+        """What the stopped coordinator left (nothing newer comes from it, nor a checkpoint); then,
+        once its replacement trains, that one is crashed."""
+        left = (json.loads(kv["progress"].decode()), json.loads(hdfs.read_bytes(f"{run}/ckpt/latest/state.json"))["steps"])
+        stopped = json.loads(kv["coordinator"].decode())["pid"]
+
+        def replacement_training():
+            report = json.loads(kv["coordinator"].decode())
+            return report["pid"] != stopped and report["phase"] == "training" and jobs.event_seen(run, "first_progress", 2)() \
+                and report
+        report = wait_for(replacement_training, 300, "the restarted coordinator training", interval=0.2,
+                          diagnose=lambda: jobs.diagnosis(hadoop_cluster, run))
+        os.kill(report["pid"], signal.SIGSEGV)
+        crash.update(pid=report["pid"], time=time.time())
+        return left
 
     run, proc, _, t_stop, out, err, (progress, resumed_at) = _train_and_stop(
-        hadoop_cluster, dataset, "coordinator", 2, epochs, hang_timeout, observe=at_stop)
+        hadoop_cluster, dataset, "coordinator", 2, jobs.ENDLESS, hang_timeout, observe=at_stop,
+        until=lambda run: jobs.epochs_after(run, jobs.event_seen(run, "coordinator_started", 3)))
     assert proc.returncode == 0, (out + err)[-4000:]
     events = jobs.events(run)
     kinds = [e["event"] for e in events]
@@ -349,14 +367,20 @@ def test_hung_coordinator_is_killed_and_restarted_from_the_checkpoint(hadoop_clu
     assert hang_timeout - HEARTBEAT_S - 1 <= detected_after <= hang_timeout + 60, detected_after  # never early; late only by load
     after = kinds[kinds.index("coordinator_hung"):]
     assert "coordinator_started" in after and "first_progress" in after, after  # a new one, training again
-    assert "coordinator_failed" not in kinds and kinds[-1] == "finished", kinds
     # Steps run again: those between the checkpoint the new coordinator restored and the stop.
     assert 0 <= progress["steps"] - resumed_at <= steps_per_epoch, (progress, resumed_at)
-    assert [e["examples"] for e in jobs.metrics(run)["epochs"]] == [2400] * epochs  # exactly once per epoch
-    hung = events[kinds.index("coordinator_hung")]
+    failed = [e for e in events if e["event"] == "coordinator_failed"]
+    assert [(e["error_type"], e["exit_code"]) for e in failed] == [(NATIVE_CRASH_ERROR, -signal.SIGSEGV)], failed
+    assert "SIGSEGV" in failed[0]["diagnostics"], failed
+    after = kinds[kinds.index("coordinator_failed"):]
+    assert after[1:].count("coordinator_started") == 1 and "first_progress" in after and kinds[-1] == "finished", after
+    jobs.assert_stopped(jobs.metrics(run), 3)  # exactly once per epoch, across both restarts
+    restarted = events[kinds.index("coordinator_failed")]
     print(f"coordinator stopped -> hung detected {detected_after:.1f} s -> training again "
-          f"{jobs.seconds_to_first_progress(events, hung, t_stop)}; resumed at step {resumed_at}, "
-          f"{progress['steps']} reported at the stop")
+          f"{jobs.seconds_to_first_progress(events, events[kinds.index('coordinator_hung')], t_stop)}; resumed at "
+          f"step {resumed_at}, {progress['steps']} reported at the stop; SIGSEGV -> failure seen "
+          f"{restarted['time'] - crash['time']:.1f} s -> training again "
+          f"{jobs.seconds_to_first_progress(events, restarted, crash['time'])}")
 
 
 def test_every_worker_preempted_at_once_the_job_waits_then_trains_on(hadoop_cluster, dataset):

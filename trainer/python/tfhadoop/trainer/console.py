@@ -22,14 +22,21 @@ def log_path(command: str = "train") -> str:
 
 
 def skein_client(verbose: bool, log: str | None):
-    """The Skein driver: its Java logs appended to ``log`` (quiet) or on the terminal (``-v``).
+    """The Skein driver: its Java logs appended to ``log`` (quiet) or on the terminal (``-v``); the
+    embedded cluster's shared driver keeps its own log, which ``log`` names.
 
     Skein opens a ``log=`` path with mode "w", wiping what the command logged before (a second
     driver would wipe the first's), so the driver inherits stdout and stderr pointed at the log."""
+    from tfhadoop.yarn.client import shared_driver_log
     from tfhadoop.yarn.client import skein_client as new_client
 
     with fds_to(log, (1, 2)):
-        return new_client(log=None, log_level="info" if verbose else "warn")
+        client = new_client(log=None, log_level="info" if verbose else "warn")
+    shared_log = shared_driver_log(client)
+    if log and shared_log:  # that driver's Java logs are its own: say where
+        with open(log, "a") as out:
+            out.write(f"Skein: the embedded cluster's shared driver at {client.address}; its log: {shared_log}\n")
+    return client
 
 
 def route_logging(verbose: bool, log: str | None) -> None:

@@ -60,5 +60,15 @@ def _shared_driver_client(java_options: list[str] | None):
     return warm_driver.client(state, info["pid"], [*(java_options or []), *SHARED_DRIVER_JVM_FLAGS])
 
 
+def shared_driver_log(client) -> str | None:
+    """The log of the embedded cluster's shared driver when ``client`` is one of its clients."""
+    state = hadoop.embedded_state_dir()
+    if state is None:
+        return None
+    from tfhadoop.yarn import warm_driver
+
+    return warm_driver.log_of(state, client.address)
+
+
 # The shared driver outlives the commands that use it: a bounded heap, not a quarter of the host's.
 SHARED_DRIVER_JVM_FLAGS = ("-Xmx512m",)

@@ -64,6 +64,11 @@ def stop(state_dir: Path) -> bool:
     return True
 
 
+def log_of(state_dir: Path, address: str) -> str | None:
+    """The log file of the state dir's shared driver if it listens at ``address``."""
+    return str(state_dir / "logs" / LOG_FILE) if _driver(state_dir / DIR)[0] == address else None
+
+
 def _start(state_dir: Path, cluster_pid: int, java_options: list[str]) -> bool:
     import skein
 
