@@ -1,8 +1,10 @@
 """Fault rows of issue 12 on the embedded YARN cluster, driven through `tfhadoop train`: a worker
 that hangs (SIGSTOP) is detected by its stopped heartbeat, killed and replaced (a PS, a coordinator:
-restarted from the checkpoint); the application
-master's container killed (SIGKILL) is followed by YARN's attempt 2, whose master resumes the job
-from its checkpoint on HDFS. Each asserts SUCCEEDED, exact per-epoch counts and the event log."""
+restarted from the checkpoint); a coordinator that crashes is restarted from the checkpoint; the
+application master's container killed (SIGKILL) is followed by YARN's attempt 2, whose master
+resumes the job from its checkpoint on HDFS; a lost node's roles move; HDFS outages are waited
+out. Each asserts SUCCEEDED, exact per-epoch counts and the event log. Faults that one job can
+take in turn share that job: each job costs ~25 s before its first step."""
 from __future__ import annotations
 
 import json
@@ -92,29 +94,54 @@ def _train_and_stop(hadoop_cluster, dataset, role_key: str, workers: int, epochs
     return run, proc, up, t_stop, out, err, observed
 
 
-def test_hung_worker_is_killed_and_replaced(hadoop_cluster, dataset, tmp_path):
-    """... and the finished job's page in Chromium (issue 31 §4) draws the eval loss of every epoch
-    (``--eval-every-epochs 1``) against the train loss, the loss and the replacement as marks, and
-    each worker's throughput."""
-    # endless epochs, stopped two epochs after the replacement serves (5 epochs once ended before it did)
+def test_hung_worker_then_hung_parameter_server_are_replaced(hadoop_cluster, dataset, tmp_path):
+    """Row 2, one job: a worker SIGSTOPped in the second epoch is detected by its stopped
+    heartbeat, killed and replaced; once its replacement serves, the parameter server is stopped
+    too: it is replaced and the coordinator restarts from the checkpoint. No coordinator failure,
+    every epoch counted once. The finished job's page in Chromium (issue 31 §4) draws the eval loss
+    of every epoch (``--eval-every-epochs 1``) against the train loss, the losses and replacements
+    as marks, and each worker's throughput."""
     hang_timeout = 8
-    run, proc, up, t_stop, out, err, _ = _train_and_stop(
-        hadoop_cluster, dataset, "up/worker/1", 2, jobs.ENDLESS, hang_timeout,
-        until=lambda run: jobs.epochs_after(run, jobs.event_seen(run, "replacement_up")),
-        extra=("--eval-every-epochs", "1"))
+    ps: dict = {}
+
+    def stop_the_ps_once_the_worker_is_back(kv, run):
+        wait_for(jobs.event_seen(run, "replacement_up"), 300, "the hung worker's replacement serving", interval=0.2,
+                 diagnose=lambda: jobs.diagnosis(hadoop_cluster, run))
+        ps.update(json.loads(kv["up/ps/0"].decode()))
+        os.kill(ps["pid"], signal.SIGSTOP)
+        ps["t_stop"] = time.time()
+
+    # endless epochs, stopped two epochs after the coordinator's restart (5 epochs once ended before
+    # a worker's replacement served)
+    try:
+        run, proc, up, t_stop, out, err, _ = _train_and_stop(
+            hadoop_cluster, dataset, "up/worker/1", 2, jobs.ENDLESS, hang_timeout,
+            observe=stop_the_ps_once_the_worker_is_back,
+            until=lambda run: jobs.epochs_after(run, jobs.event_seen(run, "coordinator_started", 2)),
+            extra=("--eval-every-epochs", "1"))
+    finally:
+        if "pid" in ps:
+            try:
+                os.kill(ps["pid"], signal.SIGCONT)
+            except ProcessLookupError:
+                pass
     assert proc.returncode == 0, (out + err)[-4000:]
     events = jobs.events(run)
     kinds = [e["event"] for e in events]
     hang = [e for e in events if e["event"] == "hang_detected"]
-    assert [(e["role"], e["slot"], e["container"]) for e in hang] == [("worker", 1, up["container"])], hang
-    detected_after = hang[0]["time"] - t_stop
-    # the last beat before the stop came up to HEARTBEAT_S earlier, and the master looks once a second
-    assert hang_timeout - HEARTBEAT_S - 1 <= detected_after <= hang_timeout + 60, detected_after  # never early; late only by load
+    assert [(e["role"], e["slot"], e["container"]) for e in hang] == \
+        [("worker", 1, up["container"]), ("ps", 0, ps["container"])], hang
+    # the last beat before a stop came up to HEARTBEAT_S earlier, and the master looks once a second
+    for event, stopped_at in zip(hang, (t_stop, ps["t_stop"])):
+        detected_after = event["time"] - stopped_at
+        assert hang_timeout - HEARTBEAT_S - 1 <= detected_after <= hang_timeout + 60, (event, detected_after)  # never early; late only by load
     lost = [e for e in events if e["event"] == "container_lost"]
-    assert [(e["role"], e["slot"], e["hung"]) for e in lost] == [("worker", 1, True)], lost
-    after = kinds[kinds.index("hang_detected"):]
-    assert after[:3] == ["hang_detected", "container_lost", "replacement_requested"], after
-    assert "replacement_up" in after and "coordinator_failed" not in kinds
+    assert [(e["role"], e["slot"], e["hung"]) for e in lost] == [("worker", 1, True), ("ps", 0, True)], lost
+    worker_hang, ps_hang = (i for i, kind in enumerate(kinds) if kind == "hang_detected")
+    assert kinds[worker_hang:worker_hang + 3] == ["hang_detected", "container_lost", "replacement_requested"], kinds
+    assert "replacement_up" in kinds[worker_hang:ps_hang], kinds
+    assert kinds[ps_hang:ps_hang + 3] == ["hang_detected", "container_lost", "replacement_requested"], kinds
+    assert "coordinator_started" in kinds[ps_hang:] and "coordinator_failed" not in kinds  # restarted from the checkpoint
     jobs.assert_stopped(jobs.metrics(run), 4)  # exactly once per epoch
     history = jobs.metrics(run)["epochs"]
     assert all("loss" in h.get("eval", {}) for h in history[:-1]) and "eval" not in history[-1], history  # the last: final eval
@@ -125,8 +152,10 @@ def test_hung_worker_is_killed_and_replaced(hadoop_cluster, dataset, tmp_path):
     assert 'class="mark container_lost"' in loss_plot and 'class="mark replacement_up"' in loss_plot, loss_plot
     assert 'data-label="worker/0"' in dom and 'data-label="worker/1"' in dom, dom[-3000:]
     up_again = next(e for e in events if e["event"] == "replacement_up")
-    print(f"worker stopped -> hang detected {detected_after:.1f} s -> replacement serving "
-          f"{up_again['time'] - t_stop:.1f} s")
+    restarted = next(e for e in events[ps_hang:] if e["event"] == "coordinator_started")
+    print(f"worker stopped -> hang detected {hang[0]['time'] - t_stop:.1f} s -> replacement serving "
+          f"{up_again['time'] - t_stop:.1f} s; PS stopped -> hang detected {hang[1]['time'] - ps['t_stop']:.1f} s "
+          f"-> coordinator restarted {restarted['time'] - ps['t_stop']:.1f} s")
 
 
 def test_killed_application_master_resumes_in_attempt_2(hadoop_cluster, dataset):
@@ -168,20 +197,6 @@ def test_killed_application_master_resumes_in_attempt_2(hadoop_cluster, dataset)
     print(f"AM killed -> attempt 2's master {restarted[0]['time'] - t_kill:.1f} s -> training again "
           f"{jobs.seconds_to_first_progress(events, events[i], t_kill)}; resumed at step {resumed_at}, "
           f"{progress['steps']} read before the kill")
-
-
-def test_hung_parameter_server_is_replaced_and_training_resumes_from_the_checkpoint(hadoop_cluster, dataset):
-    epochs, hang_timeout = 4, 8
-    run, proc, up, _t_stop, out, err, _ = _train_and_stop(hadoop_cluster, dataset, "up/ps/0", 1, epochs, hang_timeout)
-    assert proc.returncode == 0, (out + err)[-4000:]
-    events = jobs.events(run)
-    kinds = [e["event"] for e in events]
-    hang = [e for e in events if e["event"] == "hang_detected"]
-    assert [(e["role"], e["slot"], e["container"]) for e in hang] == [("ps", 0, up["container"])], hang
-    after = kinds[kinds.index("hang_detected"):]
-    assert after[:3] == ["hang_detected", "container_lost", "replacement_requested"], after
-    assert "coordinator_started" in after and "coordinator_failed" not in kinds  # restarted from the checkpoint
-    assert [e["examples"] for e in jobs.metrics(run)["epochs"]] == [2400] * epochs
 
 
 def test_lost_node_roles_are_replaced_on_another_host_and_training_resumes(hadoop_cluster, dataset):
@@ -236,24 +251,32 @@ def _safemode(hadoop_cluster, action: str) -> None:
                    check=True, capture_output=True, timeout=120)
 
 
-def test_hdfs_safe_mode_during_checkpoints_is_waited_out(hadoop_cluster, dataset):
-    """Row 4: the NameNode refuses every write for >= 20 s (safe mode) while checkpoints are due:
-    the save is retried with backoff, the job goes on and succeeds with exact counts; the event log
-    names the retries (written once HDFS takes writes again)."""
+def test_hdfs_outages_during_checkpoints_and_reads_are_waited_out(hadoop_cluster, dataset):
+    """Row 4, two outages in one job, each of 20 s while the job trains:
+    - safe mode: the NameNode refuses every write while checkpoints are due; the save is retried
+      with backoff and the event log names the retries (written once HDFS takes writes again);
+    - then the NameNode stopped and started again on its ports and storage, while the workers read
+      their tasks' shards over hdfs:// (safe mode would not block reads): the shard opens wait it
+      out in the tfhdfs plugin (hdfs-native's NameNode backoff, tfhdfs.ride_out_outages), the job's
+      own writes with ``hdfs_retry`` events (before, a worker's open failed, TensorFlow made it an
+      InternalError and the coordinator failed).
+    The job succeeds with exact counts, no coordinator failure and no second AM attempt. HDFS is
+    back and out of safe mode before the test ends, whatever happens: the session cluster is
+    shared with later tests."""
     from tfhadoop.yarn.client import skein_client
 
     if hadoop_cluster.embedded is None:
-        pytest.skip("needs the embedded cluster (its NameNode is put into safe mode)")
-    outage_s = 20  # endless epochs: still checkpointing when safe mode begins, stopped two epochs after it
+        pytest.skip("needs the embedded cluster (its NameNode is put into safe mode, stopped and started)")
+    outage_s = 20  # endless epochs: still training through both outages, stopped two epochs after them
     run, proc = jobs.train(hadoop_cluster, dataset, background=True,
                            extra=["--workers", "2", "--epochs", str(jobs.ENDLESS)])
-    entered = None
+    entered = stopped = restarted = None
     try:
         app_id = jobs.app_id(proc)
         jobs.wait(lambda: (jobs.state_epoch(run) or 0) >= 1 or proc.poll() is not None, 300, "one epoch")
         assert proc.poll() is None, proc.communicate()[1][-3000:]
         _safemode(hadoop_cluster, "enter")
-        entered = began = time.time()
+        entered = time.time()
         with skein_client() as client:
             kv = client.connect(app_id).kv
             jobs.wait(lambda: b'"hdfs_retry"' in (kv.get("events") or b"") or proc.poll() is not None, 120,
@@ -261,67 +284,39 @@ def test_hdfs_safe_mode_during_checkpoints_is_waited_out(hadoop_cluster, dataset
         time.sleep(max(0.0, outage_s - (time.time() - entered)))  # hold the outage for its full length
         _safemode(hadoop_cluster, "leave")
         left = time.time()
-        jobs.stop_when(hadoop_cluster, run, proc, app_id, jobs.epochs_after(run, lambda: True),
-                       "two epochs after safe mode")
-        out, err = proc.communicate(timeout=600)
-    finally:
-        if entered is not None:
-            _safemode(hadoop_cluster, "leave")
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 0, (out + err)[-4000:]
-    events = jobs.events(run)
-    kinds = [e["event"] for e in events]
-    retries = [e for e in events if e["event"] == "hdfs_retry"]
-    assert retries and all(e["what"] == "checkpoint" for e in retries), retries
-    assert any("safe mode" in e["error"].lower() for e in retries), retries
-    assert "coordinator_failed" not in kinds and kinds[-1] == "finished"
-    jobs.assert_stopped(jobs.metrics(run), 3)
-    print(f"safe mode {left - began:.1f} s; {len(retries)} checkpoint retries, the last "
-          f"{retries[-1]['time'] - began:.1f} s after it began")
-
-
-def test_namenode_restart_during_reads_is_waited_out(hadoop_cluster, dataset):
-    """Row 4 during reads: the NameNode is stopped for 20 s while the workers read their tasks'
-    shards over hdfs:// (safe mode would not block reads), then started again on its ports and
-    storage. The workers' shard opens wait it out in the tfhdfs plugin (hdfs-native's NameNode
-    backoff, tfhdfs.ride_out_outages), the job's own writes with ``hdfs_retry`` events, and the
-    job succeeds with exact counts, no coordinator failure and no second AM attempt (before,
-    a worker's open failed, TensorFlow made it an InternalError and the coordinator failed). The NameNode is back and out of safe mode before the
-    test ends, whatever happens: the session cluster is shared with later tests."""
-    if hadoop_cluster.embedded is None:
-        pytest.skip("needs the embedded cluster (its NameNode is stopped and started)")
-    outage_s = 20  # endless epochs: still reading through the outage, stopped two epochs after it
-    run, proc = jobs.train(hadoop_cluster, dataset, background=True,
-                           extra=["--workers", "2", "--epochs", str(jobs.ENDLESS)])
-    stopped = restarted = None
-    try:
-        app_id = jobs.app_id(proc)
-        jobs.wait(lambda: (jobs.state_epoch(run) or 0) >= 1 or proc.poll() is not None, 300, "one epoch")
+        epoch_after_safe_mode = jobs.state_epoch(run) or 0
+        jobs.wait(lambda: (jobs.state_epoch(run) or 0) > epoch_after_safe_mode or proc.poll() is not None, 300,
+                  "an epoch checkpointed after safe mode")
         assert proc.poll() is None, proc.communicate()[1][-3000:]
         hadoop_cluster.embedded.stop_namenode()
         stopped = time.time()
         time.sleep(outage_s)
         hadoop_cluster.embedded.start_namenode()
         restarted = time.time()
-        down_s = restarted - stopped
         jobs.stop_when(hadoop_cluster, run, proc, app_id, jobs.epochs_after(run, lambda: True),
                        "two epochs after the NameNode's restart")
         out, err = proc.communicate(timeout=600)
     finally:
         if stopped is not None and restarted is None:
             hadoop_cluster.embedded.start_namenode()
+        if entered is not None:
+            _safemode(hadoop_cluster, "leave")
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 0, (out + err)[-4000:]
+    assert entered is not None and stopped is not None and restarted is not None  # both outages happened
     events = jobs.events(run)
     kinds = [e["event"] for e in events]
+    retries = [e for e in events if e["event"] == "hdfs_retry"]
+    in_safe_mode = [e for e in retries if e["time"] < stopped]
+    assert in_safe_mode and all(e["what"] == "checkpoint" for e in in_safe_mode), in_safe_mode
+    assert any("safe mode" in e["error"].lower() for e in in_safe_mode), in_safe_mode
     assert "am_restarted" not in kinds, kinds
     assert "coordinator_failed" not in kinds and kinds[-1] == "finished", kinds
-    jobs.assert_stopped(jobs.metrics(run), 3)
-    retries = [e for e in events if e["event"] == "hdfs_retry"]
-    print(f"NameNode down {down_s:.1f} s; {len(retries)} retries: "
-          f"{sorted({e['what'] for e in retries})}")
+    jobs.assert_stopped(jobs.metrics(run), 4)  # exactly once per epoch
+    print(f"safe mode {left - entered:.1f} s: {len(in_safe_mode)} checkpoint retries, the last "
+          f"{in_safe_mode[-1]['time'] - entered:.1f} s after it began; NameNode down {restarted - stopped:.1f} s: "
+          f"{len(retries) - len(in_safe_mode)} retries {sorted({e['what'] for e in retries if e['time'] >= stopped})}")
 
 
 def test_hung_then_crashed_coordinator_is_restarted_from_the_checkpoint(hadoop_cluster, dataset):
