@@ -107,8 +107,16 @@ def test_crashed_cluster_recovers_with_its_hdfs_data(tmp_path, monkeypatch):
         _, killed = _shared_driver(cluster)
         os.kill(killed, signal.SIGKILL)  # a driver that died: the next client starts another
         wait_for(lambda: not _alive(killed), 30, "the killed driver to go")
-        _, first_driver = _shared_driver(cluster)
+        shared, first_driver = _shared_driver(cluster)
         assert first_driver != killed
+        with monkeypatch.context() as other_user:  # the shared driver acts as its user: not shared with another
+            other_user.setenv("HADOOP_USER_NAME", "someone-else")
+            from tfhadoop.yarn.client import skein_client
+
+            with skein_client() as theirs:
+                assert theirs.address != shared
+                theirs.get_applications()
+        assert _shared_driver(cluster) == (shared, first_driver)  # still there for its user
         os.kill(info["pid"], signal.SIGKILL)  # a crash: no shutdown hook, pid file left behind
         deadline = time.monotonic() + 30
         while cluster.pid() is not None and time.monotonic() < deadline:

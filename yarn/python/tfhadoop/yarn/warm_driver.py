@@ -6,11 +6,14 @@ the embedded cluster the first client starts one driver with Skein's own global-
 pointed (SKEIN_CONFIG) at the state dir's ``skein/`` instead of ``~/.skein``, and later clients
 connect to it. The driver is bound to the cluster JVM it was started for: after a restart or a
 crash of the cluster (new ports) it is retired and a new one started; ``cluster down`` stops it.
+It is bound to a Hadoop user too (``HADOOP_USER_NAME``, as which an insecure cluster takes its
+requests): a client acting as another user starts a driver of its own.
 A Kerberized cluster keeps one driver per client: each logs in with its own ticket or keytab."""
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import getpass
 import json
 import logging
 import os
@@ -25,7 +28,7 @@ log = logging.getLogger(__name__)
 
 DIR = "skein"  # in the state dir: Skein's config dir for this driver (credentials, its `driver` file)
 DRIVER_FILE = "driver"  # Skein's own name: {"address", "pid"} of its global driver
-BOUND_FILE = "cluster.pid"  # the cluster JVM the driver was started for
+BOUND_FILE = "bound.json"  # the cluster JVM the driver was started for, and the Hadoop user it acts as
 LOG_FILE = "skein-driver.log"  # in the state dir's logs/
 DRIVER_MAIN = "com.anaconda.skein.Driver"
 START_TIMEOUT_S = 180  # a driver takes ~3 s on an idle host; a loaded one, a lot longer
@@ -37,18 +40,25 @@ _START = ("import sys, skein; skein.Client.start_global_driver("
 
 def client(state_dir: Path, cluster_pid: int, java_options: list[str]):
     """A Skein client of the shared driver of the cluster ``cluster_pid`` in ``state_dir``, started
-    now if none runs; None when it cannot be started (the caller starts a driver of its own)."""
+    now if none runs; None when it cannot be started, or when it acts as another Hadoop user (the
+    caller then starts a driver of its own)."""
     folder = state_dir / DIR
     found = _connect(folder, cluster_pid)
-    if found is not None:
+    if found is not None or _serves_another_user(folder, cluster_pid):
         return found
     folder.mkdir(parents=True, exist_ok=True)
     with open(folder / "lock", "w") as lock:  # one start when several clients come at once
         fcntl.flock(lock, fcntl.LOCK_EX)
         found = _connect(folder, cluster_pid)
-        if found is None and _start(state_dir, cluster_pid, java_options):
+        if found is None and not _serves_another_user(folder, cluster_pid) \
+                and _start(state_dir, cluster_pid, java_options):
             found = _connect(folder, cluster_pid)
     return found
+
+
+def hadoop_user() -> str:
+    """Who a driver started now acts as on a cluster without Kerberos."""
+    return os.environ.get("HADOOP_USER_NAME") or getpass.getuser()
 
 
 def stop(state_dir: Path) -> bool:
@@ -89,7 +99,7 @@ def _start(state_dir: Path, cluster_pid: int, java_options: list[str]) -> bool:
         log.warning("the shared Skein driver did not start (see %s): %s", logs / LOG_FILE,
                     (done.stderr.strip().splitlines() or ["no output"])[-1])
         return False
-    (folder / BOUND_FILE).write_text(f"{cluster_pid}\n")
+    (folder / BOUND_FILE).write_text(json.dumps({"cluster_pid": cluster_pid, "user": hadoop_user()}) + "\n")
     log.debug("started the shared Skein driver of the embedded cluster: %s", _driver(folder)[0])
     return True
 
@@ -98,17 +108,29 @@ def _connect(folder: Path, cluster_pid: int):
     import skein
 
     address, pid = _driver(folder)
-    try:
-        bound = int((folder / BOUND_FILE).read_text())
-    except (OSError, ValueError):
-        return None
-    if address is None or pid is None or bound != cluster_pid or not _is_driver(pid):
+    if address is None or pid is None or _binding(folder) != (cluster_pid, hadoop_user()) or not _is_driver(pid):
         return None
     try:
         return skein.Client(address=address, security=skein.Security.from_directory(str(folder)))
     except (skein.exceptions.ConnectionError, FileNotFoundError) as e:
         log.info("the shared Skein driver at %s does not answer (%s)", address, e)
         return None
+
+
+def _serves_another_user(folder: Path, cluster_pid: int) -> bool:
+    """A live shared driver of this cluster that acts as another user: left running for them."""
+    bound = _binding(folder)
+    pid = _driver(folder)[1]
+    return bound is not None and bound[0] == cluster_pid and bound[1] != hadoop_user() \
+        and pid is not None and _is_driver(pid)
+
+
+def _binding(folder: Path) -> tuple[int, str] | None:
+    """(cluster JVM pid, Hadoop user) the state dir's driver was started for."""
+    with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+        data = json.loads((folder / BOUND_FILE).read_text())
+        return int(data["cluster_pid"]), str(data["user"])
+    return None
 
 
 def _driver(folder: Path) -> tuple[str | None, int | None]:
