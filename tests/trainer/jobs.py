@@ -68,13 +68,32 @@ def metrics(run):
     return json.loads(hdfs.read_bytes(f"{run}/ckpt/metrics.json"))
 
 
-def state_epoch(run):
+def checkpoint_state(run) -> dict | None:
+    """The training state of the job's checkpoint that a restart would restore (``latest``, or
+    ``latest.new`` between a save's two renames: read ``latest`` alone, a test polling while the
+    job saves once saw no checkpoint at all); None before the first save."""
     from tfhadoop.connectors import hdfs
+    from tfhadoop.trainer.checkpoints import restorable
 
+    url = f"{run}/ckpt"
+    for _ in range(5):  # a save may move the directory between the look and the read
+        name = restorable(url)
+        if name is None:
+            return None
+        try:
+            return json.loads(hdfs.read_bytes(f"{url}/{name}/state.json"))
+        except FileNotFoundError:
+            continue
+    return None
+
+
+def state_epoch(run):
+    """The epoch of :func:`checkpoint_state`; None also while HDFS does not answer (an outage)."""
     try:
-        return json.loads(hdfs.read_bytes(f"{run}/ckpt/latest/state.json"))["epoch"]
-    except Exception:  # noqa: BLE001 - not written yet
+        state = checkpoint_state(run)
+    except Exception:  # noqa: BLE001 - polled through HDFS outages
         return None
+    return None if state is None else state["epoch"]
 
 
 def lost_events(run):

@@ -326,7 +326,6 @@ def test_hung_then_crashed_coordinator_is_restarted_from_the_checkpoint(hadoop_c
     it is killed by SIGSEGV (a crash inside TensorFlow's runtime, with no Python error of its own):
     the master names it NativeCrash, restarts it from the checkpoint too, and the job succeeds with
     every epoch counted once."""
-    from tfhadoop.connectors import hdfs
     from tfhadoop.trainer.protocol import NATIVE_CRASH_ERROR
 
     hang_timeout = 8
@@ -336,7 +335,9 @@ def test_hung_then_crashed_coordinator_is_restarted_from_the_checkpoint(hadoop_c
     def at_stop(kv, run):
         """What the stopped coordinator left (nothing newer comes from it, nor a checkpoint); then,
         once its replacement trains, that one is crashed."""
-        left = (json.loads(kv["progress"].decode()), json.loads(hdfs.read_bytes(f"{run}/ckpt/latest/state.json"))["steps"])
+        state = jobs.checkpoint_state(run)
+        assert state is not None, "no checkpoint in the second epoch"
+        left = (json.loads(kv["progress"].decode()), state["steps"])
         stopped = json.loads(kv["coordinator"].decode())["pid"]
 
         def replacement_training():

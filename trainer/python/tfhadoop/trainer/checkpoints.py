@@ -80,6 +80,17 @@ def variables_task(variables) -> str | None:
     return tasks.pop() if len(tasks) == 1 else None
 
 
+def restorable(url: str) -> str | None:
+    """In checkpoint directory ``url``: ``latest``; or ``latest.new`` when a save is, or stopped,
+    between its renames (then it is complete: it was written before ``latest`` moved away); None
+    before the first save."""
+    if hdfs.exists(f"{url}/latest/state.json"):
+        return "latest"
+    if not hdfs.exists(f"{url}/latest") and hdfs.exists(f"{url}/latest.new/state.json"):
+        return "latest.new"
+    return None
+
+
 class HdfsCheckpoints:
     """``tf.train.Checkpoint`` + training state, saved to and restored from ``url`` on HDFS.
 
@@ -116,13 +127,8 @@ class HdfsCheckpoints:
         hdfs.retry(lambda: self.save(state), "checkpoint", on_retry, retryable=waiting_may_cure)
 
     def restorable(self) -> str | None:
-        """``latest``; or ``latest.new`` when a save stopped between its renames (then it is
-        complete: it was written before ``latest`` moved away); None before the first save."""
-        if hdfs.exists(f"{self.url}/latest/state.json"):
-            return "latest"
-        if not hdfs.exists(f"{self.url}/latest") and hdfs.exists(f"{self.url}/latest.new/state.json"):
-            return "latest.new"
-        return None
+        """:func:`restorable` of this checkpoint directory."""
+        return restorable(self.url)
 
     def _on_device(self):
         if self.device is None:
