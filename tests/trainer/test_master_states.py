@@ -248,6 +248,28 @@ def test_a_coordinator_killed_by_sigsegv_is_restarted_once_then_the_same_crash_f
     assert outcome is not None and outcome[0] == "FAILED" and "killed by SIGSEGV" in outcome[1]
 
 
+def test_a_coordinator_whose_port_was_taken_restarts_on_a_new_port(master, monkeypatch):
+    """The chief's port is chosen by the master and bound by the coordinator seconds later;
+    another process may take it meanwhile (a CI run, 2026-11-28, failed the job so). The master
+    gives the next coordinator a new port, as often as it happens; a model bug still fails."""
+    from tfhadoop.trainer import ps_master as m
+
+    ports = iter([41001, 41002, 41003])
+    monkeypatch.setattr(m, "free_port", lambda: next(ports))
+    now = manual_clock(master)
+    bring_up(master)
+    clash = {"type": "UnknownError", "message": "Could not start gRPC server"}
+    for n, port in ((1, 41002), (2, 41003)):  # bring_up took 41001; the same clash twice: no "repeated" failure
+        assert _exit_with(master, 1, clash) is None
+        assert master.state == m.State.WAITING and master.cluster["chief"][0].endswith(f":{port}")
+        now[0] += 40
+        master.step()
+        started = [e for e in master.events.events if e["event"] == "coordinator_started"]
+        assert master.state == m.State.TRAINING and len(started) == n + 1, event_kinds(master)
+        assert started[-1]["cluster"]["chief"][0].endswith(f":{port}"), started[-1]
+    assert _exit_with(master, 1, {"type": "UnknownError", "message": "model bug"}) == ("FAILED", "UnknownError: model bug")
+
+
 def test_coordinator_success_ends_the_job(master):
     from tfhadoop.trainer import ps_master as m
 

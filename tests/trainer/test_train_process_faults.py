@@ -3,7 +3,8 @@ through `tfhadoop train`: a worker, a parameter server or a coordinator that han
 detected by its stopped heartbeat, killed and replaced (the PS and the coordinator: restarted from
 the checkpoint); a coordinator that crashes (SIGSEGV) is restarted from the checkpoint; the
 application master's container killed (SIGKILL) is followed by YARN's attempt 2, whose master
-resumes the job from its checkpoint on HDFS. Each asserts SUCCEEDED, exact per-epoch counts and the
+resumes the job from its checkpoint on HDFS; a coordinator whose port another process took is
+started again on a new port. Each asserts SUCCEEDED, exact per-epoch counts and the
 event log. Faults that one job can take in turn share that job: each job costs ~25 s before its
 first step. The cluster's own faults (a lost node, HDFS outages, preemption of every worker):
 test_train_cluster_faults."""
@@ -12,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import time
 from collections.abc import Callable
@@ -257,3 +259,42 @@ def test_hung_then_crashed_coordinator_is_restarted_from_the_checkpoint(hadoop_c
           f"step {resumed_at}, {progress['steps']} reported at the stop; SIGSEGV -> failure seen "
           f"{restarted['time'] - crash['time']:.1f} s -> training again "
           f"{jobs.seconds_to_first_progress(events, restarted, crash['time'])}")
+
+
+def test_a_coordinator_whose_port_was_taken_restarts_on_a_new_port(hadoop_cluster, dataset):
+    """The master chooses the chief's port when it publishes the spec; the coordinator binds it
+    once every server is up, a second or more later. Another process that binds it meanwhile (a
+    CI run, 2026-11-28: the job FAILED with "UnknownError: Could not start gRPC server") costs one
+    coordinator start: the next one is given a new port and the job succeeds, every epoch once."""
+    from tfhadoop.trainer import protocol
+    from tfhadoop.yarn.client import skein_client
+
+    run, proc = jobs.train(hadoop_cluster, dataset, background=True, extra=["--workers", "2", "--epochs", "2"])
+    held = socket.socket()
+    try:
+        app_id = jobs.app_id(proc)
+        with skein_client() as client:
+            kv = client.connect(app_id).kv
+            spec = wait_for(lambda: kv.get(protocol.KV_CLUSTER), 300, "the cluster spec", interval=0.02,
+                            diagnose=lambda: jobs.diagnosis(hadoop_cluster, run))
+        port = int(json.loads(spec)["chief"][0].rsplit(":", 1)[1])
+        try:
+            held.bind(("", port))
+        except OSError as exc:
+            raise AssertionError(f"the coordinator bound port {port} before the test could: {exc}") from exc
+        held.listen(1)
+        out, err = proc.communicate(timeout=600)
+    finally:
+        held.close()
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, (out + err)[-4000:]
+    events = jobs.events(run)
+    started = [e["cluster"]["chief"][0] for e in events if e["event"] == "coordinator_started"]
+    failed = [(e["error_type"], e["diagnostics"]) for e in events if e["event"] == "coordinator_failed"]
+    assert len(failed) == 1 and failed[0][0] == "UnknownError" and "Could not start gRPC server" in failed[0][1], failed
+    assert len(started) == 2 and started[0].endswith(f":{port}") and not started[1].endswith(f":{port}"), started
+    assert events[-1]["event"] == "finished" and events[-1]["status"] == "SUCCEEDED", events[-1]
+    metrics = jobs.metrics(run)
+    assert [e["examples"] for e in metrics["epochs"]] == [e["expected"] for e in metrics["epochs"]], metrics["epochs"]
+    print(f"chief port {port} taken: coordinator restarted at {started[1]}")

@@ -34,6 +34,15 @@ K = protocol.EventKind
 PREEMPTION_CHECKPOINT_WITHIN_S = 15.0
 
 
+# What TensorFlow raises (UnknownError) when the coordinator cannot bind its own server's port.
+SERVER_NOT_STARTED = "Could not start gRPC server"
+
+
+def chief_port_taken(error: dict) -> bool:
+    """Whether the coordinator failed binding the chief's port (another process holds it)."""
+    return error["type"] == "UnknownError" and SERVER_NOT_STARTED in error["message"]
+
+
 class CoordinatorHandling:
     """The coordinator's side of ``PsMaster``."""
 
@@ -61,6 +70,8 @@ class CoordinatorHandling:
     spec_index: Callable[[str, int], int | None]
     missing_servers: Callable[[dict], list[str]]
     workers_alive: Callable[[], int]
+    publish_cluster: Callable[[dict], None]
+    chief_address: Callable[[], str]
 
     def init_coordinator_handling(self) -> None:
         self.coordinator_attempts = 0  # coordinator processes started, for the events' ``attempt``
@@ -149,7 +160,11 @@ class CoordinatorHandling:
         self.failed_at = self.clock()
         repeated = self.last_error is not None and (error["type"], error["message"]) == \
             (self.last_error["type"], self.last_error["message"])
-        if error["type"] not in RESTARTABLE_ERRORS or repeated:
+        if chief_port_taken(error):
+            # Another process bound the chief's port between the master's choice and the
+            # coordinator's bind (a CI run, 2026-11-28): not the model's fault, a new port.
+            self.publish_cluster({**self.cluster, "chief": [self.chief_address()]})
+        elif error["type"] not in RESTARTABLE_ERRORS or repeated:
             return self.fail(f"{error['type']}: {error['message']}")
         self.last_error = error
         return self.restart_coordinator(error["message"])

@@ -123,7 +123,7 @@ TRANSITIONS: dict[Event, Rule] = {
                                    frozenset({S.WAITING, S.SUCCEEDED, S.FAILED}),
                                    "while starting: FAILED; 0: SUCCEEDED; 75 after a rescale request: respawn "
                                    "with the new spec; a cluster error or a native crash (NativeCrash: SIGSEGV and kin): respawn after "
-                                   "backoff; a model bug, a "
+                                   "backoff; its port taken by another process: respawn on a new port; a model bug, a "
                                    "repeated error or more than max_coordinator_restarts: FAILED"),
     Event.PREEMPTION_WARNED: Rule(ALIVE, frozenset(),
                                   "event preemption_warned; unless --no-preemption-warnings: a worker gets no new "
@@ -213,7 +213,12 @@ class PsMaster(CoordinatorHandling, MasterCore):
         self.spec_at = self.clock()
         self.publish_cluster({"ps": [addrs[protocol.kv_addr("ps", s)].decode() for s in range(self.job.ps)],
                               "worker": [addrs[protocol.kv_addr("worker", s)].decode() for s in present],
-                              "chief": [f"{socket.getfqdn()}:{free_port()}"]})
+                              "chief": [self.chief_address()]})
+
+    def chief_address(self) -> str:
+        """The coordinator's address: this container's host and a port free now, which the
+        coordinator binds seconds later."""
+        return f"{socket.getfqdn()}:{free_port()}"
 
     def on_startup_late(self, why: str) -> State:
         return self.fail(f"{why} (not enough resources in queue {self.job.queue}?)")
