@@ -144,3 +144,17 @@ def manual_clock(master):
     now = [0.0]
     master.clock = lambda: now[0]
     return now
+
+
+def exit_with(master, rc, error=None):
+    """The coordinator exits with ``rc`` (having written ``error`` to its error file); one master step."""
+    import json
+    import os
+
+    from tfhadoop.trainer import protocol
+
+    if error:
+        with open(os.path.join(master.work, protocol.ERROR_FILE), "w") as f:
+            json.dump(error, f)
+    master.coordinator.returncode = rc
+    return master.step()

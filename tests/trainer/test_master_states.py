@@ -7,7 +7,16 @@ import json
 
 import pytest
 
-from tests.trainer.fakes import FakeApp, beat, bring_up, event_kinds, fake_master, manual_clock, with_settings
+from tests.trainer.fakes import (
+    FakeApp,
+    beat,
+    bring_up,
+    event_kinds,
+    exit_with,
+    fake_master,
+    manual_clock,
+    with_settings,
+)
 
 
 def test_every_event_has_one_handler_and_a_rule():
@@ -204,82 +213,6 @@ def test_the_design_doc_shows_the_current_tables():
     assert design_doc.stale() == [], "run: python -m tfhadoop.trainer.design_doc --write"
 
 
-def _exit_with(master, rc, error=None):
-    import os
-
-    if error:
-        with open(os.path.join(master.work, "error.json"), "w") as f:
-            json.dump(error, f)
-    master.coordinator.returncode = rc
-    return master.step()
-
-
-def test_coordinator_exits_success_model_bug_and_cluster_error(master):
-    from tfhadoop.trainer import ps_master as m
-
-    now = manual_clock(master)
-    bring_up(master)
-    assert _exit_with(master, 1, {"type": "UnavailableError", "message": "ps unreachable"}) is None
-    assert master.state == m.State.WAITING and master.begin_after == 2  # backoff 2 s, by the injected clock
-    master.step()
-    assert master.state == m.State.WAITING  # servers up, but the backoff is not over
-    now[0] = 2.5
-    master.step()
-    assert master.state == m.State.TRAINING and event_kinds(master)[-1] == "coordinator_started"
-    assert _exit_with(master, 1, {"type": "ValueError", "message": "model bug"}) == ("FAILED", "ValueError: model bug")
-    assert master.state == m.State.FAILED
-
-
-def test_a_coordinator_killed_by_sigsegv_is_restarted_once_then_the_same_crash_fails(master):
-    """A crash inside TensorFlow's runtime (a CI run: SIGSEGV 6 s after a rescale) restarts the
-    coordinator from the checkpoint like a cluster error; the same crash twice in a row fails."""
-    from tfhadoop.trainer import ps_master as m
-
-    now = manual_clock(master)
-    bring_up(master)
-    assert _exit_with(master, -11) is None
-    failed = [e for e in master.events.events if e["event"] == "coordinator_failed"]
-    assert [(e["exit_code"], e["error_type"]) for e in failed] == [(-11, "NativeCrash")]
-    assert master.state == m.State.WAITING and master.coordinator_failures == 1
-    now[0] = 2.5
-    master.step()
-    assert master.state == m.State.TRAINING and event_kinds(master)[-1] == "coordinator_started"
-    outcome = _exit_with(master, -11)
-    assert outcome is not None and outcome[0] == "FAILED" and "killed by SIGSEGV" in outcome[1]
-
-
-def test_a_coordinator_whose_port_was_taken_restarts_on_a_new_port(master, monkeypatch):
-    """The chief's port is chosen by the master and bound by the coordinator seconds later;
-    another process may take it meanwhile (a CI run, 2026-11-28, failed the job so). The master
-    gives the next coordinator a new port, as often as it happens; a model bug still fails."""
-    from tfhadoop.trainer import ps_master as m
-
-    ports = iter([41001, 41002, 41003])
-    monkeypatch.setattr(m, "free_port", lambda: next(ports))
-    now = manual_clock(master)
-    bring_up(master)
-    clash = {"type": "UnknownError", "message": "Could not start gRPC server"}
-    for n, port in ((1, 41002), (2, 41003)):  # bring_up took 41001; the same clash twice: no "repeated" failure
-        assert _exit_with(master, 1, clash) is None
-        assert master.state == m.State.WAITING and master.cluster["chief"][0].endswith(f":{port}")
-        now[0] += 40
-        master.step()
-        started = [e for e in master.events.events if e["event"] == "coordinator_started"]
-        assert master.state == m.State.TRAINING and len(started) == n + 1, event_kinds(master)
-        assert started[-1]["cluster"]["chief"][0].endswith(f":{port}"), started[-1]
-    assert _exit_with(master, 1, {"type": "UnknownError", "message": "model bug"}) == ("FAILED", "UnknownError: model bug")
-
-
-def test_coordinator_success_ends_the_job(master):
-    from tfhadoop.trainer import ps_master as m
-
-    bring_up(master)
-    assert _exit_with(master, 0) == ("SUCCEEDED", "training finished") and master.state == m.State.SUCCEEDED
-    master.app.lose(master.live[("worker", 0)])
-    assert master.step() == ("SUCCEEDED", "training finished")  # nothing is handled after the end
-    assert "container_lost" not in event_kinds(master)
-
-
 def test_all_workers_preempted_at_once_are_replaced_and_training_waits_for_them(master):
     """Row 5c/5d: every worker preempted in the same round: each replaced at once (not counted),
     the coordinator keeps running while none is back (its closures wait for workers), nothing
@@ -385,7 +318,7 @@ def test_a_coordinator_is_not_given_servers_whose_heartbeat_stopped(master):
     for role, slot in master.live:
         beat(master, role, slot, 1)
     master.step()
-    _exit_with(master, 1, {"type": "UnavailableError", "message": "Socket closed"})
+    exit_with(master, 1, {"type": "UnavailableError", "message": "Socket closed"})
     assert master.state == m.State.WAITING
     for n in range(2, 8):  # the workers beat on; the PS's node is gone
         now[0] += 3
