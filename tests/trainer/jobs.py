@@ -227,6 +227,10 @@ def assert_stopped(metrics: dict, epochs_at_least: int) -> None:
 
 
 ENDLESS = 100_000  # --epochs of a job the test ends with `stop`
+# The options of a fault test's job: no client-side model check (`--no-validate`). Its seconds of
+# TensorFlow import in the client buy nothing a fault test looks at; the check has its own tests
+# (test_submit_validation), and the feature tests' jobs keep it, as a user's do.
+FAULT_JOB = ("--no-validate",)
 
 
 def seconds_to_first_progress(events: list, since_event: dict, t0: float) -> str:

@@ -26,8 +26,8 @@ def start_preemptible_job(hadoop_cluster, dataset, train=None, extra=()):
     ``train`` starts it (the PS mode's `jobs.train` unless given) with ``extra`` options."""
     jobs.wait(lambda: jobs.cluster_idle(hadoop_cluster.conf), 120, "the cluster's containers of earlier tests to end")
     return (train or jobs.train)(hadoop_cluster, dataset, background=True,
-                                 extra=["--workers", "2", "--min-workers", "1", "--epochs", str(jobs.ENDLESS),
-                                        "--queue", "train", "--worker-memory", "5g", *extra])
+                                 extra=[*jobs.FAULT_JOB, "--workers", "2", "--min-workers", "1", "--epochs",
+                                        str(jobs.ENDLESS), "--queue", "train", "--worker-memory", "5g", *extra])
 
 
 def preempt_a_worker(hadoop_cluster, run, proc, back, alone_timeout: float = 180) -> None:

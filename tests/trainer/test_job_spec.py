@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import argparse
+import subprocess
+import sys
 
 import pytest
 
@@ -127,3 +129,18 @@ def test_no_dataset_shard_is_localized_into_any_container():
                for f in svc.files.values()]
     assert not [src for src in sources if "/d/" in src or "tfrecord" in src], sources
     assert set(spec.master.files) - {"am-agent.jar"} == {"job.json"} and not spec.services["worker"].files
+
+
+def test_the_checks_kept_by_no_validate_import_no_tensorflow():
+    """`--no-validate` skips the model check to spare the client its seconds of TensorFlow import;
+    the checks it keeps (here the label and sample-weight columns, which once imported TensorFlow
+    through keras_step) must not import it themselves."""
+    code = ("import sys, types\n"
+            "from tfhadoop.trainer import validate\n"
+            "job = types.SimpleNamespace(label='a,b', sample_weight='w', data='hdfs://nn/d')\n"
+            "weight = {'type': 'FixedLenFeature', 'dtype': 'float32', 'shape': []}\n"
+            "validate.check_columns(job, {'features': {'a': {}, 'b': {}, 'w': weight}})\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('tensorflow', 'tf_keras', 'keras')))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[]", done.stdout[:500]

@@ -19,7 +19,8 @@ import pytest
 
 from tests.trainer import trainer_test_models as models
 from tfhadoop.errors import ValidationError
-from tfhadoop.trainer.keras_step import label_columns, split_batch
+from tfhadoop.trainer.keras_step import split_batch
+from tfhadoop.trainer.spec import label_columns
 from tfhadoop.trainer.validate import check_columns
 
 HERE = Path(__file__).resolve().parent

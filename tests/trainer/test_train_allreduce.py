@@ -116,7 +116,7 @@ def test_lost_node_ring_reforms_on_another_host_without_counting_a_failure(hadoo
     # Endless epochs (16 once ended before the kill), stopped two epochs after the ring re-formed.
     def start():
         return _train(hadoop_cluster, dataset, background=True,
-                      extra=["--workers", "2", "--min-workers", "2", "--max-worker-restarts", "0",
+                      extra=[*jobs.FAULT_JOB, "--workers", "2", "--min-workers", "2", "--max-worker-restarts", "0",
                              "--epochs", str(jobs.ENDLESS), "--worker-memory", "2g"])
 
     # The filler goes right after the kill, long before YARN's expiry: the replacements land in-process.
@@ -182,12 +182,12 @@ def test_gang_timeout_then_min_workers_scale_up_and_a_hung_training_process(hado
         try:
             jobs.wait(lambda: len(held.get_containers(services=["task"], states=["RUNNING"])) == 3, 120, "3 GPUs held")
             run_a, a = _train(hadoop_cluster, dataset, background=True,
-                              extra=["--workers", "2", "--min-workers", "2", "--worker-gpus", "1",
+                              extra=[*jobs.FAULT_JOB, "--workers", "2", "--min-workers", "2", "--worker-gpus", "1",
                                      "--gang-timeout", "40", "--startup-wait", "5"])
             jobs.wait(lambda: _up_workers(client, a) == 1, 120, "job A holding one GPU worker")
             run_b, b = _train(hadoop_cluster, dataset, background=True,
-                              extra=["--workers", "2", "--min-workers", "1", "--worker-gpus", "1", "--startup-wait",
-                                     "5", "--epochs", str(epochs), "--round-timeout", str(round_timeout)])
+                              extra=[*jobs.FAULT_JOB, "--workers", "2", "--min-workers", "1", "--worker-gpus", "1",
+                                     "--startup-wait", "5", "--epochs", str(epochs), "--round-timeout", str(round_timeout)])
             _up_workers(client, b)  # reads B's application id
             out_a, err_a = a.communicate(timeout=300)
             formed = jobs.wait(lambda: _event(run_b, "first_round"), 240, "job B training with the GPU A released")

@@ -25,7 +25,7 @@ def test_lost_node_roles_are_replaced_on_another_host_and_training_resumes(hadoo
     restarts from the checkpoint, the job succeeds with exact counts."""
     def start():  # endless epochs: stopped two epochs after the coordinator's restart
         return jobs.train(hadoop_cluster, dataset, background=True,
-                          extra=["--workers", "2", "--epochs", str(jobs.ENDLESS), "--ps-memory", "2g",
+                          extra=[*jobs.FAULT_JOB, "--workers", "2", "--epochs", str(jobs.ENDLESS), "--ps-memory", "2g",
                                  "--worker-memory", "2g"])
 
     with job_on_an_extra_node(hadoop_cluster, start, memory_mb=6144, vcores=8) as job:
@@ -88,7 +88,7 @@ def test_hdfs_outages_during_checkpoints_and_reads_are_waited_out(hadoop_cluster
         pytest.skip("needs the embedded cluster (its NameNode is put into safe mode, stopped and started)")
     outage_s = 20  # endless epochs: still training through both outages, stopped two epochs after them
     run, proc = jobs.train(hadoop_cluster, dataset, background=True,
-                           extra=["--workers", "2", "--epochs", str(jobs.ENDLESS)])
+                           extra=[*jobs.FAULT_JOB, "--workers", "2", "--epochs", str(jobs.ENDLESS)])
     entered = stopped = restarted = None
     try:
         app_id = jobs.app_id(proc)
@@ -156,8 +156,8 @@ def test_every_worker_preempted_at_once_the_job_waits_then_trains_on(hadoop_clus
     # endless epochs (16 once ended before the losses), stopped two epochs after both replacements serve
     steps_per_epoch = 2400 // 300 * -(-300 // 32)
     run, proc = jobs.train(hadoop_cluster, dataset, background=True,
-                           extra=["--workers", "2", "--min-workers", "1", "--epochs", str(jobs.ENDLESS),
-                                  "--queue", "train",
+                           extra=[*jobs.FAULT_JOB, "--workers", "2", "--min-workers", "1", "--epochs",
+                                  str(jobs.ENDLESS), "--queue", "train",
                                   "--worker-memory", "3584m", "--ps-memory", "4608m"])
     urgent = None
     try:

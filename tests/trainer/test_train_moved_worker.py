@@ -41,7 +41,7 @@ def test_replacement_at_a_new_address_joins_by_coordinated_restart(hadoop_cluste
 
     # endless epochs, stopped two epochs after the coordinated restart
     run, proc = jobs.train(hadoop_cluster, dataset, background=True,
-                           extra=["--workers", "2", "--epochs", str(jobs.ENDLESS)])
+                           extra=[*jobs.FAULT_JOB, "--workers", "2", "--epochs", str(jobs.ENDLESS)])
     held = None
     try:
         app_id = jobs.app_id(proc)

@@ -69,8 +69,8 @@ def _train_and_stop(hadoop_cluster, dataset, role_key: str, workers: int, epochs
     from tfhadoop.yarn.client import skein_client
 
     run, proc = jobs.train(hadoop_cluster, dataset, background=True,
-                           extra=["--workers", str(workers), "--epochs", str(epochs), "--hang-timeout", str(hang_timeout),
-                                  *extra])
+                           extra=[*jobs.FAULT_JOB, "--workers", str(workers), "--epochs", str(epochs), "--hang-timeout",
+                                  str(hang_timeout), *extra])
     stopped = None
     try:
         app_id = jobs.app_id(proc)
@@ -166,7 +166,7 @@ def test_killed_application_master_resumes_in_attempt_2(hadoop_cluster, dataset)
     # Endless epochs: still training when the AM is killed, stopped two epochs into attempt 2.
     steps_per_epoch = 2400 // 300 * -(-300 // 32)  # 8 tasks of 10 steps; a checkpoint at each epoch's end
     run, proc = jobs.train(hadoop_cluster, dataset, background=True,
-                           extra=["--workers", "2", "--epochs", str(jobs.ENDLESS)])
+                           extra=[*jobs.FAULT_JOB, "--workers", "2", "--epochs", str(jobs.ENDLESS)])
     try:
         app_id = jobs.app_id(proc)
         jobs.wait(lambda: (jobs.state_epoch(run) or 0) >= 2 or proc.poll() is not None, 300, "two epochs")
@@ -269,7 +269,7 @@ def test_a_coordinator_whose_port_was_taken_restarts_on_a_new_port(hadoop_cluste
     from tfhadoop.trainer import protocol
     from tfhadoop.yarn.client import skein_client
 
-    run, proc = jobs.train(hadoop_cluster, dataset, background=True, extra=["--workers", "2", "--epochs", "2"])
+    run, proc = jobs.train(hadoop_cluster, dataset, background=True, extra=[*jobs.FAULT_JOB, "--workers", "2", "--epochs", "2"])
     held = socket.socket()
     try:
         app_id = jobs.app_id(proc)

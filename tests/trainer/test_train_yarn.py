@@ -120,7 +120,7 @@ def test_killed_parameter_server_resumes_from_checkpoint(hadoop_cluster, dataset
     from tfhadoop.yarn.client import skein_client
 
     run, proc = jobs.train(hadoop_cluster, dataset, background=True,
-                           extra=["--workers", "2", "--epochs", str(jobs.ENDLESS)])
+                           extra=[*jobs.FAULT_JOB, "--workers", "2", "--epochs", str(jobs.ENDLESS)])
     try:
         app_id = jobs.app_id(proc)
         jobs.wait_epochs(hadoop_cluster, run, proc, 2)

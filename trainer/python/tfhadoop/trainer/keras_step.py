@@ -16,16 +16,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-
-def label_columns(label) -> list[str]:
-    """``--label y``, ``--label a,b`` or a YAML list -> the label columns, in order."""
-    names = label if isinstance(label, (list, tuple)) else str(label).split(",")
-    names = [str(n).strip() for n in names if str(n).strip()]
-    if not names:
-        raise ValueError(f"no label column in {label!r}")
-    if len(set(names)) != len(names):
-        raise ValueError(f"a label column is named twice in {label!r}")
-    return names
+from tfhadoop.trainer.spec import label_columns
 
 
 def split_batch(parsed: dict, label, weight: str | None = None) -> tuple:

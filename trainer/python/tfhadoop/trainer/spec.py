@@ -297,6 +297,18 @@ def phase_timeouts(value) -> dict:
     return out
 
 
+def label_columns(label) -> list[str]:
+    """``--label y``, ``--label a,b`` or a YAML list -> the label columns, in order. Here, free of
+    TensorFlow, so that a client submitting with ``--no-validate`` never imports it."""
+    names = label if isinstance(label, (list, tuple)) else str(label).split(",")
+    names = [str(n).strip() for n in names if str(n).strip()]
+    if not names:
+        raise ValueError(f"no label column in {label!r}")
+    if len(set(names)) != len(names):
+        raise ValueError(f"a label column is named twice in {label!r}")
+    return names
+
+
 def mebibytes(value) -> int:
     """``4g``, ``512m``, ``2 GiB`` or a number of MiB -> MiB."""
     if isinstance(value, int):

@@ -18,11 +18,11 @@ import tensorflow as tf
 from tfhadoop.connectors.dataset import tf_parse_spec
 from tfhadoop.trainer.feeding import Feed, feed, model_feeds, with_padding
 from tfhadoop.trainer.keras_step import (
-    label_columns,
     model_inputs,  # noqa: F401 - coordinator, validate and bench import it here
     split_batch,
     train_step_fn,
 )
+from tfhadoop.trainer.spec import label_columns
 
 TFCompression = Literal["GZIP", "ZLIB", ""]  # tf.data's compression_type names
 COMPRESSION: dict[str | None, TFCompression] = {"gzip": "GZIP", "zlib": "ZLIB", "none": "", None: ""}

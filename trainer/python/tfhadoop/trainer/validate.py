@@ -79,7 +79,7 @@ def describe_features(parse_spec: dict, label=None) -> str:
 def check_columns(job, parse_spec: dict) -> None:
     """Every label column is a column of the dataset; a ``--sample-weight`` column is one too,
     not a label, and holds one number per example (what Keras takes as ``sample_weight``)."""
-    from tfhadoop.trainer.keras_step import label_columns
+    from tfhadoop.trainer.spec import label_columns
 
     features = parse_spec.get("features", {})
     try:
@@ -212,7 +212,8 @@ def check_model(job, manifest) -> None:
     import tensorflow as tf
 
     from tfhadoop.trainer.feeding import mismatch
-    from tfhadoop.trainer.keras_step import compute_loss, label_columns
+    from tfhadoop.trainer.keras_step import compute_loss
+    from tfhadoop.trainer.spec import label_columns
     from tfhadoop.trainer.step import model_parse_fn
 
     try:
