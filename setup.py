@@ -72,5 +72,5 @@ setup(
         # --mlflow-tracking-uri: the client only (the REST API); the tracking server is the team's own.
         "mlflow": ["mlflow-skinny>=3"],
     },
-    entry_points={"console_scripts": ["tfhadoop = tfhadoop.cli:main"]},
+    entry_points={"console_scripts": ["tfhadoop = tfhadoop.cli:run"]},
 )

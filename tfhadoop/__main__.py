@@ -1,3 +1,3 @@
-from tfhadoop.cli import main
+from tfhadoop.cli import run
 
-raise SystemExit(main())
+run()

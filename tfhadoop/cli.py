@@ -7,14 +7,18 @@ Each area registers its subcommands through a ``register(subparsers)`` function 
 from __future__ import annotations
 
 import argparse
+import atexit
 import importlib
 import logging
+import os
 import sys
+import threading
 import traceback
+from typing import NoReturn
 
 from tfhadoop.errors import CommandError, TfhadoopError
 
-__all__ = ["CommandError", "main"]  # CommandError lives in tfhadoop.errors; re-exported for callers of the CLI
+__all__ = ["CommandError", "main", "run"]  # CommandError lives in tfhadoop.errors; re-exported for callers of the CLI
 
 # subcommand -> ("module:function", one-line help). The function takes the subparsers and adds the
 # subcommand with its own arguments and ``set_defaults(func=...)``.
@@ -137,5 +141,24 @@ def main(argv: list[str] | None = None) -> int:
     return int(result or 0)
 
 
+def run() -> NoReturn:
+    """The ``tfhadoop`` process: :func:`main`, then its exit. A command that loaded TensorFlow
+    (train's model check, predict) would spend ~1 s more after its last line in Python's teardown
+    of TensorFlow's thousands of modules (0.8-1.0 s on a 2-core host, 2026-11-28); such a process
+    ends without it once its exit handlers (a keytab login's ticket cache, temporary directories),
+    logs and output are done. With a thread of ours still running it waits for it, as usual."""
+    code = main()
+    if "tensorflow" in sys.modules and threading.active_count() == 1:
+        atexit._run_exitfuncs()  # what the interpreter's own exit runs first
+        logging.shutdown()
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):  # a closed pipe: nothing more can be said there
+                pass
+        os._exit(code)
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    run()
