@@ -5,6 +5,7 @@ import ctypes
 import hashlib
 import json
 import os
+import select
 import socket
 import subprocess
 import sys
@@ -336,22 +337,32 @@ def test_missing_library_says_run_make_native(base, tmp_path, monkeypatch):
 
 
 _READ_THROUGH_RESTART = """
-import json, os, sys, threading, time
+import json, sys, threading, time
 import tensorflow as tf, tfhadoop.tfhdfs  # noqa: F401
-paths, records, until = sys.argv[1:-2], int(sys.argv[-2]), float(sys.argv[-1])
-passes, errors = [], []
-def reader(path):  # a fresh open per pass, as a worker's task does
-    while time.time() < until:
+paths, records = sys.argv[1:-1], int(sys.argv[-1])
+passes, errors, reading, back = [], [], threading.Event(), []
+def reader(path):  # a fresh open per pass, as a worker's task does; ends after a pass opened once the NameNode is back
+    while True:
+        opened = time.time()
         try:
             n = sum(1 for _ in tf.data.TFRecordDataset(path))
-            passes.append((time.time(), n))
         except Exception as e:  # noqa: BLE001
             errors.append(f"{type(e).__name__}: {str(e)[:400]}")
+            reading.set()  # the test goes on, and fails on the error
             return
-threads = [threading.Thread(target=reader, args=(p,)) for p in paths * 3]
+        passes.append((opened, n))
+        reading.set()
+        if back and opened > back[0]:
+            return
+threads = [threading.Thread(target=reader, args=(p,), daemon=True) for p in paths * 3]
 [t.start() for t in threads]
+reading.wait()
+print("reading", flush=True)
+sys.stdin.readline()  # the test's line: the NameNode is back (or the test is gone)
+back.append(time.time())
 [t.join() for t in threads]
-print(json.dumps([len(passes), sorted({n for _, n in passes}), max([t for t, _ in passes] or [0]), errors[:3]]))
+after = sum(opened > back[0] for opened, _ in passes)
+print(json.dumps([len(passes), sorted({n for _, n in passes}), after, errors[:3]]))
 """
 
 
@@ -361,7 +372,9 @@ def test_patient_readers_ride_out_a_namenode_restart(base, hadoop_cluster):
     open while it is down waits in hdfs-native, and one just after, when the NameNode is back in
     safe mode without the DataNode's block report ("SafeModeException: Zero blocklocations", not
     retried by hdfs-native), is retried by the plugin. Readers in a patient process open and read
-    their files again and again across the restart: no error, every pass whole."""
+    their files again and again across the restart: no error, every pass whole. The NameNode stops
+    once the readers have read (observed, not timed), and each reader ends with a pass it opened
+    after the NameNode came back."""
     if hadoop_cluster.embedded is None:
         pytest.skip("needs the embedded cluster (its NameNode is stopped and started)")
     import tfhadoop.tfhdfs as tfhdfs
@@ -371,27 +384,28 @@ def test_patient_readers_ride_out_a_namenode_restart(base, hadoop_cluster):
         with tf.io.TFRecordWriter(path) as w:
             for i in range(records):
                 w.write(i.to_bytes(4, "little") * 50)
-    outage_s, after_s = 10, 20
+    outage_s = 10
     env = dict(os.environ, **{tfhdfs.PATIENT_ENV: "1", "TF_CPP_MIN_LOG_LEVEL": "2"})
-    until = time.time() + 15 + outage_s + after_s  # TensorFlow's import, the outage, then reads on a restarted NameNode
-    proc = subprocess.Popen([sys.executable, "-c", _READ_THROUGH_RESTART, *paths, str(records), str(until)],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    restarted = None
+    proc = subprocess.Popen([sys.executable, "-c", _READ_THROUGH_RESTART, *paths, str(records)], env=env,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
     try:
-        time.sleep(10)
+        ready, _, _ = select.select([proc.stdout], [], [], 180)
+        first = proc.stdout.readline() if ready else ""
+        assert first.strip() == "reading", f"the readers never read a whole file: {first!r}; " + \
+            (proc.stderr.read()[-3000:] if proc.poll() is not None else "still running after 180 s")
         hadoop_cluster.embedded.stop_namenode()
         try:
-            time.sleep(outage_s)
+            time.sleep(outage_s)  # the outage's length: readers open and wait meanwhile
         finally:
             hadoop_cluster.embedded.start_namenode()
-        restarted = time.time()
-        out, err = proc.communicate(timeout=300)
+        out, err = proc.communicate("back\n", timeout=300)
     finally:
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 0, err[-3000:]
-    passes, sizes, last, errors = json.loads(out.strip().splitlines()[-1])
+    passes, sizes, after, errors = json.loads(out.strip().splitlines()[-1])
     assert errors == [] and sizes == [records], (errors, sizes, err[-2000:])
-    assert last > restarted, "no pass finished after the NameNode came back"
+    assert after >= len(paths) * 3, f"{after} passes opened after the NameNode came back, fewer than the readers"
     retried = err.count("(retrying in")
     print(f"{passes} passes; {retried} reads retried by the plugin after the restart")
