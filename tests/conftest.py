@@ -14,32 +14,6 @@ import pytest
 from tfhadoop import hadoop
 from tfhadoop.yarn.embedded import EmbeddedCluster
 
-_SPARK_CONF_DIR: list[str] = []  # the one pytest_configure made, removed at the end
-
-
-def pytest_configure(config):
-    """The suite's Spark JVMs (drivers, and executors on the embedded YARN) get the lean flags of our
-    own short-lived JVMs (hadoop.LEAN_JVM_FLAGS: the C1 compiler alone, the serial collector): they
-    run seconds-long jobs on small data (2 cores, 2026-11-28: a small local job 12.2 -> 9.4 s;
-    test_export and test_spark_tfrecord 131 -> 125 s, one run each). Given as Spark's administrator defaults
-    (spark.*.defaultJavaOptions in the spark-defaults.conf of SPARK_CONF_DIR), every Spark process
-    the tests start (in this process, `tfhadoop export`, spark-submit) gets them beside the options
-    the code under test sets. A SPARK_CONF_DIR of the user's is left as it is."""
-    if os.environ.get("SPARK_CONF_DIR"):
-        return
-    folder = tempfile.mkdtemp(prefix="tfhadoop-test-spark-conf-")
-    flags = " ".join(hadoop.LEAN_JVM_FLAGS)
-    Path(folder, "spark-defaults.conf").write_text(f"spark.driver.defaultJavaOptions {flags}\n"
-                                                   f"spark.executor.defaultJavaOptions {flags}\n")
-    os.environ["SPARK_CONF_DIR"] = folder
-    _SPARK_CONF_DIR.append(folder)
-
-
-def pytest_unconfigure(config):
-    for folder in _SPARK_CONF_DIR:
-        shutil.rmtree(folder, ignore_errors=True)
-        os.environ.pop("SPARK_CONF_DIR", None)
-
 
 @dataclass
 class ClusterHandle:
