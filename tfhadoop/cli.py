@@ -149,8 +149,7 @@ def run() -> NoReturn:
     logs and output are done. With a thread of ours still running it waits for it, as usual."""
     code = main()
     if "tensorflow" in sys.modules and threading.active_count() == 1:
-        atexit._run_exitfuncs()  # what the interpreter's own exit runs first
-        logging.shutdown()
+        atexit._run_exitfuncs()  # what the interpreter's own exit runs first (logging's flush included)
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
