@@ -100,8 +100,9 @@ def main() -> int:
     port = usable_port(role, slot, port)
     address = f"{node_host()}:{port}"
     app.kv[P.kv_addr(role, slot)] = address.encode()
-    import tensorflow  # noqa: F401 - seconds of import while the master assembles the spec
+    from tfhadoop.trainer import server
 
+    server.import_tensorflow()  # seconds of import while the master assembles the spec
     import tfhadoop.tfhdfs  # before serving: closures open the shards' hdfs:// URLs
 
     tfhadoop.tfhdfs.ride_out_outages()  # a NameNode restart stalls a shard open, not the closure
@@ -112,8 +113,6 @@ def main() -> int:
         time.sleep(1)
         cluster = json.loads(app.kv[P.KV_CLUSTER].decode())
     index = cluster[role].index(address)
-    from tfhadoop.trainer import server
-
     t0 = time.monotonic()
     srv = server.start(cluster, role, index, port=port, threads=int(os.environ.get(P.ENV_THREADS, "2")))
     app.kv[P.kv_up(role, slot)] = json.dumps({"address": address, "container": container, "pid": os.getpid(),

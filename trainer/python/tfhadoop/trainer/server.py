@@ -6,7 +6,33 @@ pools are kept small: containers share a few cores.
 """
 from __future__ import annotations
 
+import sys
+
 from tfhadoop.trainer import protocol
+
+# What TensorFlow's own ``import`` loads eagerly for Keras (tensorflow/__init__.py: "Do an eager
+# load for Keras' code", inside ``except ImportError``): all of tf_keras, and pandas with it.
+_KERAS_EAGER_LOAD = "tf_keras.src.optimizers"
+
+
+def import_tensorflow() -> None:
+    """Import TensorFlow without the Keras it loads eagerly: a parameter server or PS-mode worker
+    only serves the graphs the coordinator sends it, and never runs Keras' Python. That load is
+    ~0.75 of ~3.4 CPU-s of the import (2026-11-28), paid by every server container at job start
+    and by each replacement while training waits for it. A ``None`` entry in ``sys.modules``
+    makes that one import fail fast (TensorFlow catches the ImportError); the entry is removed
+    after, so a later ``import tf_keras`` in this process works as usual."""
+    if "tensorflow" in sys.modules:
+        return
+    protocol.tf_environment()
+    blocked = _KERAS_EAGER_LOAD not in sys.modules
+    if blocked:
+        sys.modules[_KERAS_EAGER_LOAD] = None  # type: ignore[assignment]
+    try:
+        import tensorflow  # noqa: F401
+    finally:
+        if blocked and sys.modules.get(_KERAS_EAGER_LOAD, 0) is None:
+            del sys.modules[_KERAS_EAGER_LOAD]
 
 
 def session_config(threads: int = 2):
