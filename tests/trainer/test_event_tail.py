@@ -66,7 +66,6 @@ def test_long_job_events_tail_is_bounded_and_each_event_is_shown_once(monkeypatc
         return bytes(durable)
 
     monkeypatch.setattr(hdfs, "read_bytes", read_bytes)
-    monkeypatch.setattr(follow_mod.time, "sleep", lambda s: None)
     log = EventLog(FakeApp(), "hdfs://nn/c", "application_1_0001")
     batches = [37] * 100 + [protocol.EVENTS_TAIL + 300] + [41] * 100
     batches.append(N - sum(batches))
