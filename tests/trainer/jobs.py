@@ -206,6 +206,14 @@ def event_seen(run, kind: str, count: int = 1):
 _SKEIN: list = []  # one Skein client for the session's polls (of the shared driver on the embedded cluster)
 
 
+def _close_skein() -> None:
+    """Close the polls' client and drop it while gRPC's module is alive: a skein.Client closes
+    itself again when collected, and one collected during the interpreter's teardown printed
+    "Exception ignored in: Client.__del__ ... 'NoneType' object has no attribute 'StatusCode'"."""
+    while _SKEIN:
+        _SKEIN.pop().close()
+
+
 def kv(app: str, key: str):
     """The JSON value of ``key`` in a running job's key-value store (None when absent)."""
     import atexit
@@ -214,7 +222,7 @@ def kv(app: str, key: str):
 
     if not _SKEIN:
         _SKEIN.append(skein_client(log=False))
-        atexit.register(_SKEIN[0].close)
+        atexit.register(_close_skein)
     raw = _SKEIN[0].connect(app, wait=False).kv.get(key)
     return json.loads(raw.decode()) if raw else None
 
