@@ -190,15 +190,31 @@ def test_a_steady_save_makes_only_the_namenode_calls_it_needs(tmp_path, monkeypa
     assert store.restore() == {"steps": 4}
 
 
-def test_a_save_on_the_parameter_servers_task_writes_one_shard_and_restores(tmp_path, monkeypatch):
+def test_a_save_on_the_parameter_servers_task_writes_one_shard_and_restores(tmp_path):
     """With the variables on one PS, ``device`` puts the whole save there: one ``.data`` shard
-    (without it the object graph is a second shard, on this process's task), same restore."""
+    (without it the object graph is a second shard, on this process's task), same restore.
+    In a child process: a ParameterServerStrategy connects its process's TensorFlow to the
+    cluster for good, and in pytest's own process every later TensorFlow function of the suite
+    (a SavedModel a test loads) went to these servers too, and was removed from them at exit with
+    an error line each ("Failed to remove function remotely")."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = "import sys; from tests.trainer.test_checkpoints import save_on_the_ps_task; save_on_the_ps_task(sys.argv[1])"
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], cwd=Path(__file__).resolve().parents[2],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "saved on the PS task" in done.stdout, (done.stdout + done.stderr)[-3000:]
+
+
+def save_on_the_ps_task(tmp_path: str) -> None:
+    """The body of the test above, run in its child process."""
     import tensorflow as tf
 
     from tfhadoop.trainer.checkpoints import HdfsCheckpoints, variables_task
     from tfhadoop.trainer.server import in_process_ps_cluster
 
-    LocalHdfs(monkeypatch)
+    LocalHdfs(pytest.MonkeyPatch())
     strategy, _, servers = in_process_ps_cluster()
     with strategy.scope():
         v = tf.Variable(tf.constant([1.0, 2.0]))
@@ -208,7 +224,7 @@ def test_a_save_on_the_parameter_servers_task_writes_one_shard_and_restores(tmp_
     assert variables_task([v, tf.Variable(tf.constant(1.0))]) is None  # a PS and this process (/job:chief)
     shards = {}
     for device in (None, task):
-        url = str(tmp_path / f"ckpt-{device is not None}")
+        url = os.path.join(tmp_path, f"ckpt-{device is not None}")
         store = HdfsCheckpoints(tf.train.Checkpoint(v=v, w=w), url, device=device)
         store.save({"steps": 1})
         shards[device] = sorted(n for n in os.listdir(f"{url}/latest") if ".data-" in n)
@@ -217,6 +233,7 @@ def test_a_save_on_the_parameter_servers_task_writes_one_shard_and_restores(tmp_
     assert shards == {None: ["ckpt.data-00000-of-00002", "ckpt.data-00001-of-00002"],
                       task: ["ckpt.data-00000-of-00001"]}, shards
     del servers
+    print("saved on the PS task", flush=True)
 
 
 @pytest.mark.cluster
