@@ -95,7 +95,7 @@ def with_settings(master, **changes):
 def instant_sleep(monkeypatch) -> None:
     """``time.sleep`` returns at once in the test's own thread, and sleeps as before in every other.
     Patching it for all threads made every thread an earlier test left in this process (a Skein
-    client's, a heartbeat's) spin for as long as the test ran: a 1.2 s test took 83 s in the suite."""
+    client's, a heartbeat's) spin for as long as the test ran: a 0.6 s test took 83 s in the suite."""
     import threading
     import time
 
