@@ -7,12 +7,13 @@ SBT := tools/sbt
 JVM_SOURCES := $(shell find connectors spark yarn -path '*/target' -prune -o \( -name '*.java' -o -name '*.scala' -o -path '*/resources/*' \) -print 2>/dev/null)
 PYTEST_ARGS ?=
 
-.PHONY: help setup venv jars native lint test test-jvm test-native test-python test-fast demo demo-secure bench bench-all bench-smoke clean cluster-up cluster-down
+.PHONY: help setup venv jars native lint test test-jvm test-native test-python test-durations test-fast demo demo-secure bench bench-all bench-smoke clean cluster-up cluster-down
 
 help:
 	@echo "make demo        bring the embedded cluster up, run the main job end to end, tear down"
 	@echo "make demo-secure the same on the Kerberized embedded cluster (cluster up --secure)"
 	@echo "make test        JVM and native unit tests + the whole Python suite against the embedded cluster"
+	@echo "make test-durations  order the test groups by the last run's times (tests/durations.json)"
 	@echo "make test-fast   the suite without tests marked slow"
 	@echo "make setup       venvs (.venv: pyspark 4.3 + TF; .venv35: pyspark 3.5; .venv-mlflow: a test MLflow server), jars/, Hadoop artifacts"
 	@echo "make lint        ruff and Pyright over every Python file (part of make test)"
@@ -82,21 +83,20 @@ test-jvm: jars
 test-native:
 	cargo test --release --workspace --quiet
 
-# One pytest process by default. TEST_STREAMS=1 runs two side by side (tools/test-streams): the
-# tests on the session's embedded cluster and the rest (unit tests, clusters of their own). On
-# this 2-core host that was slower: the CPU was 90 % busy and the session stream took 53 min of a
-# 60-min fresh-clone run, against ~42 min for the whole suite in one process (2026-11-27). Once
-# the venvs held their .pyc files, one run each: 3,570 s with it, 3,812 s without (2026-11-28).
+# Two pytest-xdist workers side by side (TEST_WORKERS=0: one plain pytest process). The suite mostly
+# waits on YARN, so two keep the 2 cores busy; each worker has its own embedded cluster, and a
+# module's tests (the secure package's) stay in one worker, longest first (tests/schedule.py).
 # pytest exits 5 when it collected nothing: that is a broken suite, not a pass. Every test's
-# duration lands in build/test-results/pytest.xml (JUnit XML): where CI time goes, test by test.
-TEST_STREAMS ?= 0
+# duration lands in build/test-results/pytest.xml (JUnit XML): where CI time goes, test by test;
+# `make test-durations` turns it into the order the next runs hand work out in.
+TEST_WORKERS ?= 2
 test-python: setup
-ifeq ($(TEST_STREAMS),1)
-	@PY=$(PY) tools/test-streams $(PYTEST_ARGS)
-else
-	@$(PY) -m pytest --durations=25 --junitxml=build/test-results/pytest.xml $(PYTEST_ARGS); rc=$$?; \
+	@$(PY) -m pytest $(if $(filter-out 0 1,$(TEST_WORKERS)),-n $(TEST_WORKERS)) --durations=25 \
+	  --junitxml=build/test-results/pytest.xml $(PYTEST_ARGS); rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing the suite" >&2; exit 1; fi; exit $$rc
-endif
+
+test-durations:
+	$(PY) -m tests.schedule build/test-results/pytest.xml
 
 test-fast: setup
 	@$(PY) -m pytest -m "not slow" $(PYTEST_ARGS); rc=$$?; [ $$rc -ne 5 ] || { echo "no tests collected" >&2; exit 1; }; exit $$rc

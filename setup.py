@@ -63,7 +63,7 @@ setup(
         "pyyaml",
     ],
     extras_require={
-        "test": ["pytest", "pytest-timeout", "hypothesis"],
+        "test": ["pytest", "pytest-timeout", "pytest-xdist", "hypothesis"],
         # `tfhadoop tensorboard`: TensorFlow 2.21 no longer pulls TensorBoard in, and the trainer's
         # containers write event files without it (trainer/summaries.py).
         "tensorboard": ["tensorboard==2.21.0"],

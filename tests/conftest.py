@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import schedule
 from tfhadoop import hadoop
 from tfhadoop.yarn.embedded import EmbeddedCluster
 
@@ -91,25 +92,13 @@ def spark(hadoop_cluster):
     session.stop()
 
 
-def pytest_addoption(parser):
-    parser.addoption(
-        "--cluster-stream", choices=("all", "session", "other"), default="all",
-        help="run only the tests that use the session's embedded cluster (session), or only the "
-             "others: unit tests and tests that start clusters of their own (other). "
-             "`make test TEST_STREAMS=1` runs the two side by side (tools/test-streams).")
-
-
 def pytest_collection_modifyitems(config, items):
-    """Keeps the tests of the chosen --cluster-stream. A test is in the session stream when the
-    closure of its fixtures holds ``hadoop_cluster`` (directly, or through ``dataset``, ``spark``...),
-    the only way a test reaches the session cluster."""
-    stream = config.getoption("--cluster-stream")
-    if stream == "all":
-        return
-    keep, drop = [], []
-    for item in items:
-        uses_session_cluster = "hadoop_cluster" in getattr(item, "fixturenames", ())
-        (keep if uses_session_cluster == (stream == "session") else drop).append(item)
-    if drop:
-        config.hook.pytest_deselected(items=drop)
-        items[:] = keep
+    """Under pytest-xdist (`make test`), the longest groups of tests go first (tests/schedule.py)."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        schedule.longest_groups_first(items)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """A module (or the secure package) is one unit of work: its fixtures start once, in one worker."""
+    return schedule.make_scheduler(config, log)
