@@ -90,8 +90,9 @@ test-native:
 # duration lands in build/test-results/pytest.xml (JUnit XML): where CI time goes, test by test;
 # `make test-durations` turns it into the order the next runs hand work out in.
 TEST_WORKERS ?= 2
+XDIST := $(if $(filter-out 0 1,$(TEST_WORKERS)),-n $(TEST_WORKERS))
 test-python: setup
-	@$(PY) -m pytest $(if $(filter-out 0 1,$(TEST_WORKERS)),-n $(TEST_WORKERS)) --durations=25 \
+	@$(PY) -m pytest $(XDIST) --durations=25 \
 	  --junitxml=build/test-results/pytest.xml $(PYTEST_ARGS); rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing the suite" >&2; exit 1; fi; exit $$rc
 
@@ -99,7 +100,7 @@ test-durations:
 	$(PY) -m tests.schedule build/test-results/pytest.xml
 
 test-fast: setup
-	@$(PY) -m pytest -m "not slow" $(PYTEST_ARGS); rc=$$?; [ $$rc -ne 5 ] || { echo "no tests collected" >&2; exit 1; }; exit $$rc
+	@$(PY) -m pytest $(XDIST) -m "not slow" $(PYTEST_ARGS); rc=$$?; [ $$rc -ne 5 ] || { echo "no tests collected" >&2; exit 1; }; exit $$rc
 
 demo: setup
 	$(VENV)/bin/tfhadoop demo
