@@ -126,3 +126,42 @@ def test_a_file_reads_whole_right_after_its_close(hadoop_cluster):
                 f.write(data)
             wrong[name] += read(hadoop_cluster.hdfs_url(path)) != data
     assert wrong == {name: 0 for name in readers}
+
+
+@pytest.mark.cluster
+def test_a_file_a_killed_writer_left_open_reads_again_once_closed(hadoop_cluster, monkeypatch):
+    """A job master killed while appending to the event log leaves the file open: readers are
+    refused (the NameNode lists bytes they cannot read) until HDFS recovers the writer's lease.
+    CI lost attempt 2 of a job to it (its master reads the log before appending). A later attempt
+    closes such files with close_left_open first; a missing file needs nothing."""
+    import signal
+    import subprocess
+    import sys
+
+    from tfhadoop.connectors import hdfs_native
+
+    url = hadoop_cluster.hdfs_url("/tfhadoop-tests/left-open/events.jsonl")
+    hdfs.delete(url)
+    hdfs.append_bytes(url, b'{"seq": 0}\n')
+    path = url.split("//", 1)[1].split("/", 1)[1]
+    writer = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time\n"
+         "from tfhadoop.connectors import hdfs\n"
+         f"w = hdfs.filesystem({url!r}, patient=True)._client.append('/{path}')\n"
+         "w.write(b'{\"seq\": 1}\\n' * 100)\n"
+         "print('appending', flush=True)\n"
+         "time.sleep(600)\n"],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert writer.stdout is not None and writer.stdout.readline().strip() == "appending"
+    finally:
+        writer.send_signal(signal.SIGKILL)
+        writer.wait()
+    monkeypatch.setattr(hdfs_native, "LAST_BLOCK_WAIT_S", 1.0)
+    with pytest.raises(hdfs.HdfsError, match="a writer that died holds it"):
+        hdfs.read_bytes(url)
+    hdfs.close_left_open(url)
+    assert hdfs.read_bytes(url).startswith(b'{"seq": 0}\n')
+    hdfs.append_bytes(url, b'{"seq": 2}\n')  # the next attempt appends again
+    assert hdfs.read_bytes(url).endswith(b'{"seq": 2}\n')
+    hdfs.close_left_open(hadoop_cluster.hdfs_url("/tfhadoop-tests/left-open/missing.jsonl"))

@@ -46,3 +46,22 @@ def test_a_block_never_reported_fails_naming_the_file(monkeypatch):
     monkeypatch.setattr(hdfs_native, "LAST_BLOCK_WAIT_S", 0.05)
     with pytest.raises(hdfs.HdfsError, match=r"^hdfs://nn/f: the NameNode lists 100 bytes but only 0 are readable"):
         hdfs_native.open_whole(_Client(b"x" * 100, short=10**6), "/f", "hdfs://nn/f")
+
+
+def test_close_left_open_asks_until_hdfs_says_closed(monkeypatch):
+    answers = [False, False, True]
+    monkeypatch.setattr(hdfs, "recover_lease", lambda url: answers.pop(0))
+    slept = []
+    hdfs.close_left_open("hdfs://nn/job/events.jsonl", sleep=slept.append)
+    assert answers == [] and slept == [0.2, 0.4]
+
+
+def test_close_left_open_of_a_missing_file_is_done_and_a_file_left_open_is_named(monkeypatch):
+    def missing(url):
+        raise FileNotFoundError(url)
+
+    monkeypatch.setattr(hdfs, "recover_lease", missing)
+    hdfs.close_left_open("hdfs://nn/job/progress.jsonl", sleep=lambda s: None)
+    monkeypatch.setattr(hdfs, "recover_lease", lambda url: False)
+    with pytest.raises(hdfs.HdfsError, match="hdfs://nn/job/events.jsonl is still open 0 s after"):
+        hdfs.close_left_open("hdfs://nn/job/events.jsonl", timeout_s=0, sleep=lambda s: None)

@@ -31,7 +31,8 @@ from tfhadoop.connectors.hdfs_base import HdfsError, _split
 from tfhadoop.connectors.hdfs_native import NativeFS, open_whole
 
 __all__ = ["HdfsError", "filesystem", "NativeFS", "BACKENDS", "DEFAULT_BACKEND",
-           "exists", "read_bytes", "write_bytes", "append_bytes", "list_names", "rename", "delete",
+           "exists", "read_bytes", "write_bytes", "append_bytes", "list_names", "recover_lease", "close_left_open",
+           "rename", "delete",
            "publish", "upload_dir", "download_dir"]
 
 BACKENDS = ("native", "webhdfs")
@@ -169,6 +170,25 @@ def recover_lease(url: str) -> bool:
     writer is known to be gone: a live writer loses its lease and its next write fails."""
     call, client, path = _job(url)
     return bool(call("recover lease", client.recover_lease, path))
+
+
+def close_left_open(url: str, timeout_s: float = 120.0, sleep=time.sleep) -> None:
+    """Wait until the file at ``url``, which a writer that died may have left open, is closed
+    (:func:`recover_lease` until it says so; HDFS recovers the last block at a DataNode's next
+    heartbeat, seconds). A missing file is fine. Raises :class:`HdfsError` after ``timeout_s``.
+    Only for a file whose writers are known to be gone (a later attempt's master)."""
+    deadline = time.monotonic() + timeout_s
+    delay = 0.2
+    while True:
+        try:
+            if recover_lease(url):
+                return
+        except FileNotFoundError:
+            return
+        if time.monotonic() >= deadline:
+            raise HdfsError(f"{url} is still open {timeout_s:.0f} s after asking HDFS to recover its lease")
+        sleep(delay)
+        delay = min(delay * 2, 2.0)
 
 
 def rename(src: str, dst: str) -> None:

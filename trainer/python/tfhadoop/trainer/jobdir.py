@@ -66,6 +66,20 @@ def events(job_dir: str, app_id: str | None = None) -> list[dict]:
     return out
 
 
+def close_left_open(job_dir: str) -> None:
+    """Close the job files a killed master may have left open mid-append (``protocol.APPENDED_FILES``):
+    until HDFS recovers such a file's lease no one can read it or append to it. Called where no
+    master of the job runs any more: by a later attempt's master before it reads the event log,
+    by a client whose job ended other than SUCCEEDED before it reads the job's records."""
+    if not job_dir.startswith("hdfs://"):
+        return
+    for name in protocol.APPENDED_FILES:
+        try:
+            hdfs.close_left_open(protocol.job_file(job_dir, name))
+        except OSError as exc:  # said; the reads and appends that follow say what it costs
+            print(f"cannot close {protocol.job_file(job_dir, name)} left open: {exc}", flush=True)
+
+
 def seq(event: dict, index: int) -> int:
     """An event's number among its application's events (``index`` for a log older than ``seq``)."""
     return event.get("seq", index)

@@ -114,6 +114,9 @@ def main() -> int:
 
         master = PsMaster(app, job, work, attempt=application_attempt())
     if master.attempt > 1:
+        from tfhadoop.trainer import jobdir
+
+        jobdir.close_left_open(job.checkpoint_dir)
         master.events.resume()
     watch_application_master()
     from tfhadoop.trainer.jobpage import serve

@@ -28,6 +28,7 @@ EVENTS_FILE = "events.jsonl"
 METRICS_FILE = "metrics.json"
 RESULT_FILE = "result.json"
 PROGRESS_FILE = "progress.jsonl"  # progress samples over time (loss, examples/s, workers) for the plots
+APPENDED_FILES = (EVENTS_FILE, PROGRESS_FILE)  # appended to by the master: a killed one may leave them open
 LATEST_STATE = "latest/state.json"  # the newest complete checkpoint's training state
 TENSORBOARD_DIR = "tensorboard"
 

@@ -32,6 +32,9 @@ K = protocol.EventKind
 # yarn.resourcemanager.monitor.capacity.preemption.max_wait_before_kill (default 15 s): a checkpoint
 # due that soon after a worker's warning is taken at once, while every worker is still there.
 PREEMPTION_CHECKPOINT_WITHIN_S = 15.0
+# A draining coordinator completes a closure every second or so (a task of ~10 steps), under load
+# too; none for this long means one waits for a worker that will not answer (on_drain_stalled).
+DRAIN_STALL_S = 30.0
 
 
 # What TensorFlow raises (UnknownError) when the coordinator cannot bind its own server's port.
@@ -87,6 +90,7 @@ class CoordinatorHandling:
         self.progress_at_begin: bytes | None = None  # "progress" when it was given the spec
         self.first_progress_seen = True
         self.rescale_pending = False
+        self.rescale_requested_at = 0.0  # when the coordinator was last asked to drain (self.clock)
         self.avoiding: list[int] | None = None  # the task indexes last written to AVOID_WORKERS_FILE
         # whether a process accepts connections at an address; a kernel answers a local connect at
         # once, also on a busy host, and a dead host is as good as a dead process
@@ -112,7 +116,7 @@ class CoordinatorHandling:
         if moved and self.every_worker_lost():
             return self.restart_undrained("every worker the coordinator began with was lost; one came back elsewhere")
         self.process.request_rescale()
-        self.rescale_pending = True
+        self.rescale_pending, self.rescale_requested_at = True, self.clock()
         self.events.add(K.RESCALE_REQUESTED, role="chief", workers=len(self.cluster["worker"]))
         return self.State["RESCALING"]
 
@@ -124,6 +128,13 @@ class CoordinatorHandling:
         2026-11-26/27; cause inside TensorFlow not established). Nothing is lost by it: without
         a worker it took no step since the losses."""
         return self.restart_undrained("every worker the coordinator began with was lost; all are back")
+
+    def on_drain_stalled(self, stalled_s: float):
+        """Asked to drain, the coordinator completed no closure for ``DRAIN_STALL_S`` s: a closure
+        in flight on the moved worker waits for its old address, which never answers (seen in CI
+        under load, 2026-11-29: silent until the hang watchdog killed it, counted as a failure).
+        Restart it from the latest checkpoint now, as a planned restart."""
+        return self.restart_undrained(f"no closure completed in {stalled_s:.0f} s of draining")
 
     def restart_undrained(self, why: str):
         """Restart the coordinator from the latest checkpoint now, without asking it to drain."""
@@ -312,6 +323,11 @@ class CoordinatorHandling:
         if stale:
             self.dispatch(self.Event["COORDINATOR_STALE"], **stale)
             return
+        if self.state == self.State["RESCALING"]:
+            stalled = self.coordinator_watch.training_stalled_s(since=self.rescale_requested_at)
+            if stalled > DRAIN_STALL_S:
+                self.dispatch(self.Event["DRAIN_STALLED"], stalled_s=stalled)
+                return
         if self.state == self.State["TRAINING"] and self.cluster != self.given and not missing:
             self.dispatch(self.Event["SPEC_CHANGED"])
         elif self.state == self.State["TRAINING"] and self.every_worker_lost() and not missing \

@@ -70,6 +70,7 @@ class Event(str, enum.Enum):
     ALL_WORKERS_BACK = "all_workers_back"  # every worker the coordinator began with was lost; all serve again
     PROGRESS = "progress"  # the coordinator reported progress since it was given the spec
     COORDINATOR_STALE = "coordinator_stale"  # its heartbeat is silent, or it is stuck in one phase
+    DRAIN_STALLED = "drain_stalled"  # asked to rescale, it completed no closure for DRAIN_STALL_S s
     COORDINATOR_EXITED = "coordinator_exited"
     PREEMPTION_WARNED = "preemption_warned"  # YARN announced it will take a container back (PreemptionMessage)
 
@@ -119,6 +120,10 @@ TRANSITIONS: dict[Event, Rule] = {
     Event.COORDINATOR_STALE: Rule(frozenset({S.TRAINING, S.RESCALING}), frozenset({S.WAITING, S.FAILED}),
                                   "event coordinator_hung (phase, silent or stuck), kill it; restart from the "
                                   "checkpoint after backoff as a failure (FAILED after max_coordinator_restarts)"),
+    Event.DRAIN_STALLED: Rule(frozenset({S.RESCALING}), frozenset({S.WAITING}),
+                              "restart the coordinator from the checkpoint now (rescaled, drained false): "
+                              "TensorFlow waits for the moved worker at its old address, so the closures "
+                              "in flight never finish"),
     Event.COORDINATOR_EXITED: Rule(frozenset({S.STARTING, S.WAITING, S.TRAINING, S.RESCALING}),
                                    frozenset({S.WAITING, S.SUCCEEDED, S.FAILED}),
                                    "while starting: FAILED; 0: SUCCEEDED; 75 after a rescale request: respawn "
@@ -174,6 +179,7 @@ class PsMaster(CoordinatorHandling, MasterCore):
             Event.ALL_WORKERS_BACK: self.on_all_workers_back,
             Event.PROGRESS: self.on_progress,
             Event.COORDINATOR_STALE: self.on_coordinator_stale,
+            Event.DRAIN_STALLED: self.on_drain_stalled,
             Event.COORDINATOR_EXITED: self.on_coordinator_exited,
             Event.PREEMPTION_WARNED: self.on_preemption_warned,
         }

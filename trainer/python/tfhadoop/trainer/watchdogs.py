@@ -185,6 +185,13 @@ class CoordinatorWatchdog:
         up = self.app.kv.get_prefix(protocol.KV_UP)
         return sum(1 for role, slot in self.slots.live if role == "worker" and protocol.kv_up(role, slot) in up)
 
+    def training_stalled_s(self, since: float) -> float:
+        """Seconds the coordinator has been in phase training without a completed closure, counted
+        from ``since`` at the earliest (as of the last ``stale``); 0 in any other phase."""
+        if self.seen is None or self.seen["phase"] != protocol.PHASE_TRAINING:
+            return 0.0
+        return self.clock() - max(self.seen["mark_at"], since)
+
     def stale(self, pid: int | None) -> dict | None:
         """The data of a COORDINATOR_STALE event for the coordinator ``pid``, or None: its heartbeat
         silent for ``hang_timeout`` s (counted from its first beat, as a container's), or its phase
