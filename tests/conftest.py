@@ -93,7 +93,7 @@ def spark(hadoop_cluster):
 
 
 def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist (`make test TEST_WORKERS=2`), the longest groups of tests go first (tests/schedule.py)."""
+    """Under pytest-xdist (`make test`, two workers by default), the longest groups of tests go first (tests/schedule.py)."""
     if os.environ.get("PYTEST_XDIST_WORKER"):
         schedule.longest_groups_first(items)
 

@@ -1,4 +1,4 @@
-"""How `make test TEST_WORKERS=2` spreads the suite over two pytest-xdist workers (`-n 2`).
+"""How `make test` (TEST_WORKERS=2, its default) spreads the suite over two pytest-xdist workers (`-n 2`).
 
 The suite mostly waits (containers starting, heartbeats, injected faults), so two workers side by
 side keep the 2 cores busy. Each worker is its own pytest session, with its own embedded cluster
