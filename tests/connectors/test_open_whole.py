@@ -65,3 +65,25 @@ def test_close_left_open_of_a_missing_file_is_done_and_a_file_left_open_is_named
     monkeypatch.setattr(hdfs, "recover_lease", lambda url: False)
     with pytest.raises(hdfs.HdfsError, match="hdfs://nn/job/events.jsonl is still open 0 s after"):
         hdfs.close_left_open("hdfs://nn/job/events.jsonl", timeout_s=0, sleep=lambda s: None)
+
+
+def test_a_failed_append_asks_hdfs_to_close_the_file(monkeypatch):
+    """An append whose write or close fails would leave the file open under this process's lease
+    (renewed while it lives): unreadable until long after it exits. It is released at once."""
+    recovered = []
+
+    class _Writer:
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def write(self, data):
+            raise OSError("pipeline ack timed out")
+
+    client = SimpleNamespace(append=lambda path: _Writer(), recover_lease=recovered.append)
+    monkeypatch.setattr(hdfs, "_job", lambda url: ((lambda what, fn, *args: fn(*args)), client, "/job/events.jsonl"))
+    with pytest.raises(OSError, match="pipeline ack timed out"):
+        hdfs.append_bytes("hdfs://nn/job/events.jsonl", b"{}\n")
+    assert recovered == ["/job/events.jsonl"]

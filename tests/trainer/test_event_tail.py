@@ -66,6 +66,8 @@ def test_long_job_events_tail_is_bounded_and_each_event_is_shown_once(monkeypatc
         return bytes(durable)
 
     monkeypatch.setattr(hdfs, "read_bytes", read_bytes)
+    closed = []
+    monkeypatch.setattr(hdfs, "recover_lease", lambda url: closed.append(url) or True)
     log = EventLog(FakeApp(), "hdfs://nn/c", "application_1_0001")
     batches = [37] * 100 + [protocol.EVENTS_TAIL + 300] + [41] * 100
     batches.append(N - sum(batches))
@@ -79,6 +81,7 @@ def test_long_job_events_tail_is_bounded_and_each_event_is_shown_once(monkeypatc
     assert client.max_value <= protocol.EVENTS_TAIL_BYTES and client.max_value < 100_000, client.max_value
     assert [e["seq"] for e in shown.events] == list(range(N))  # each new event once, none lost
     assert len(state["events"]) == N  # the durable log is the full list
+    assert closed == ["hdfs://nn/c/events.jsonl", "hdfs://nn/c/progress.jsonl"]  # the ended job's files, before reading
     full = jobdir.events("hdfs://nn/c", "application_1_0001")
     assert jobdir.merged(full[:-150], tail) == full  # status: durable + the tail's newer ones, no repeats
 

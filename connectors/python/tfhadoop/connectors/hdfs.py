@@ -148,10 +148,25 @@ def append_bytes(url: str, data: bytes) -> None:
         except FileNotFoundError:
             client.mkdirs(os.path.dirname(path), create_parent=True)
             writer = client.create(path)
-        with writer as f:
-            f.write(data)
+        try:
+            with writer as f:
+                f.write(data)
+        except BaseException:
+            _release(client, path)
+            raise
 
     call("append", append)
+
+
+def _release(client, path: str) -> None:
+    """After a failed write: ask HDFS to close the file (lease recovery). Otherwise it stays open
+    under this process's lease, which its client keeps renewing: no one can read it or append to
+    it until the process has exited and the lease expired (seen: a job's event log unreadable
+    after the job succeeded). Best effort: the caller reports the write's own error."""
+    try:
+        client.recover_lease(path)
+    except Exception:  # noqa: BLE001 - the write's error is the one to report
+        pass
 
 
 def list_names(url: str) -> list[str]:

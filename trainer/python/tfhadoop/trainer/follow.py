@@ -82,8 +82,7 @@ def follow(app_id: str, job_dir: str, out=sys.stdout, poll: float = POLL_S, clie
                             display.progress(progress, kv_value(app, protocol.KV_WORKERS_ALIVE))
                             last = progress
                 time.sleep(poll)
-        if str(report.final_status) != "SUCCEEDED":  # a master killed mid-append leaves its files open
-            jobdir.close_left_open(job_dir)
+        jobdir.close_left_open(job_dir)  # its master is gone: a file it left open mid-append is closed
         events = jobdir.events(job_dir, app_id)
         for e in jobdir.newer(events, shown):
             display.event(e)

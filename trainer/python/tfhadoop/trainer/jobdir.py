@@ -67,10 +67,11 @@ def events(job_dir: str, app_id: str | None = None) -> list[dict]:
 
 
 def close_left_open(job_dir: str) -> None:
-    """Close the job files a killed master may have left open mid-append (``protocol.APPENDED_FILES``):
-    until HDFS recovers such a file's lease no one can read it or append to it. Called where no
-    master of the job runs any more: by a later attempt's master before it reads the event log,
-    by a client whose job ended other than SUCCEEDED before it reads the job's records."""
+    """Close the job files a master may have left open mid-append (``protocol.APPENDED_FILES``; killed,
+    or its append failed): until HDFS recovers such a file's lease no one can read it or append to
+    it. Called where no master of the job runs any more: by a later attempt's master before it
+    reads the event log, by a client whose job ended before it reads the job's records (two
+    NameNode calls when nothing was left open)."""
     if not job_dir.startswith("hdfs://"):
         return
     for name in protocol.APPENDED_FILES:
