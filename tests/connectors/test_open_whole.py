@@ -67,23 +67,46 @@ def test_close_left_open_of_a_missing_file_is_done_and_a_file_left_open_is_named
         hdfs.close_left_open("hdfs://nn/job/events.jsonl", timeout_s=0, sleep=lambda s: None)
 
 
-def test_a_failed_append_asks_hdfs_to_close_the_file(monkeypatch):
-    """An append whose write or close fails would leave the file open under this process's lease
-    (renewed while it lives): unreadable until long after it exits. It is released at once."""
-    recovered = []
+def test_append_bytes_writes_the_file_whole_and_renames_it_over(monkeypatch):
+    """No HDFS append (hdfs-native's lost lines on the embedded cluster): the old bytes and the
+    new ones go to a temporary file renamed over the old one; a missing file is created."""
+    files = {"/job/events.jsonl": b"a\n"}
+    calls = []
 
-    class _Writer:
+    class _File:
+        def __init__(self, path):
+            self.path = path
+
+        def __len__(self):
+            return len(files[self.path])
+
         def __enter__(self):
             return self
 
         def __exit__(self, *exc):
             return False
 
-        def write(self, data):
-            raise OSError("pipeline ack timed out")
+        def read(self):
+            return files[self.path]
 
-    client = SimpleNamespace(append=lambda path: _Writer(), recover_lease=recovered.append)
-    monkeypatch.setattr(hdfs, "_job", lambda url: ((lambda what, fn, *args: fn(*args)), client, "/job/events.jsonl"))
-    with pytest.raises(OSError, match="pipeline ack timed out"):
-        hdfs.append_bytes("hdfs://nn/job/events.jsonl", b"{}\n")
-    assert recovered == ["/job/events.jsonl"]
+        def write(self, data):
+            files[self.path] = files.get(self.path, b"") + data
+
+        def close(self):
+            pass
+
+    def read(path):
+        if path not in files:
+            raise FileNotFoundError(path)
+        return _File(path)
+
+    client = SimpleNamespace(
+        get_file_info=lambda path: SimpleNamespace(length=len(read(path))), read=read,
+        create=lambda path: calls.append("create") or _File(path),
+        mkdirs=lambda path, create_parent: calls.append("mkdirs"),
+        rename=lambda src, dst, overwrite: calls.append("rename") or files.__setitem__(dst, files.pop(src)))
+    monkeypatch.setattr(hdfs, "_job", lambda url: ((lambda what, fn, *args: fn(*args)), client, url[len("hdfs://nn"):]))
+    hdfs.append_bytes("hdfs://nn/job/events.jsonl", b'{"b": 1}\n')
+    hdfs.append_bytes("hdfs://nn/job/progress.jsonl", b'{"c": 2}\n')
+    assert files == {"/job/events.jsonl": b'a\n{"b": 1}\n', "/job/progress.jsonl": b'{"c": 2}\n'}
+    assert calls == ["create", "rename", "mkdirs", "create", "rename"]

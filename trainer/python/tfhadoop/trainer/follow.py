@@ -82,7 +82,7 @@ def follow(app_id: str, job_dir: str, out=sys.stdout, poll: float = POLL_S, clie
                             display.progress(progress, kv_value(app, protocol.KV_WORKERS_ALIVE))
                             last = progress
                 time.sleep(poll)
-        jobdir.close_left_open(job_dir)  # its master is gone: a file it left open mid-append is closed
+        jobdir.close_left_open(job_dir)  # its master is gone: a file it left open is closed
         events = jobdir.events(job_dir, app_id)
         for e in jobdir.newer(events, shown):
             display.event(e)
