@@ -147,23 +147,14 @@ def append_bytes(url: str, data: bytes) -> None:
     while waiting for ack", leaving the file open) or returned and still lost its line: 7 of 400
     logs of 3 lines with two CPU hogs, 1-2 of 100 on an idle host, also when the append first
     waited for the last block and checked the length after it (2026-11-29); CI lost an allreduce
-    job's ``ring_formed`` event so. The cost is a read and a write of the whole file per call, for
-    the job's event log and progress samples (kilobytes to a few MB) a few ms to tens of ms."""
-    call, client, path = _job(url)
-
-    def rewrite():
-        try:
-            with open_whole(client, path, url) as reader:
-                old = reader.read()
-        except FileNotFoundError:
-            client.mkdirs(os.path.dirname(path), create_parent=True)
-            old = b""
-        tmp = f"{path}.tmp-{uuid.uuid4().hex[:8]}"
-        with client.create(tmp) as f:
-            f.write(old + data)
-        client.rename(tmp, path, overwrite=True)
-
-    call("append", rewrite)
+    job's ``ring_formed`` event so. The cost is a read and a write of the whole file per call
+    (:func:`read_bytes`, :func:`write_bytes`); the job's event log and progress samples are
+    kilobytes to a few MB."""
+    try:
+        old = read_bytes(url)
+    except FileNotFoundError:
+        old = b""
+    write_bytes(url, old + data)
 
 
 def list_names(url: str) -> list[str]:

@@ -70,9 +70,9 @@ def close_left_open(job_dir: str) -> None:
     """Close the job files a master may have left open (``protocol.APPENDED_FILES``): one killed
     while appending in place (tfhadoop before 2026-11-29; ``hdfs.append_bytes`` now rewrites the
     file and renames it over, which leaves only a temporary file open). Until HDFS recovers such a
-    file's lease no one can read it or add to it. Called where no master of the job runs any more: by a later attempt's master before it
-    reads the event log, by a client whose job ended before it reads the job's records (two
-    NameNode calls when nothing was left open)."""
+    file's lease no one can read it or add to it. Called where no master of the job runs any
+    more: by a later attempt's master before it reads the event log, by a client whose job ended
+    before it reads the job's records (two NameNode calls when nothing was left open)."""
     if not job_dir.startswith("hdfs://"):
         return
     for name in protocol.APPENDED_FILES:
