@@ -130,6 +130,35 @@ def test_a_container_that_fails_while_starting_fails_the_job(master):
     assert status == "FAILED" and "ps_0 failed while starting" in diagnostics
 
 
+def test_a_failed_start_names_the_error_its_process_left(master):
+    """The role process leaves its exception (role.leave_error) before it exits: the job's failure
+    and its container_lost event say it, not only YARN's "Container failed during execution"."""
+    from tfhadoop.trainer import role
+
+    master.launch()
+    ps = master.live[("ps", 0)]
+    role.leave_error(master.app, "ps", 0, ps, OSError(98, "Address already in use"))
+    master.app.lose(ps)
+    status, diagnostics = master.step() or ("", "")
+    assert status == "FAILED", diagnostics
+    assert "ps_0 failed while starting: OSError: [Errno 98] Address already in use (killed)" in diagnostics
+    lost = [e for e in master.events.events if e["event"] == "container_lost"][-1]
+    assert lost["error"] == "OSError: [Errno 98] Address already in use", lost
+
+
+def test_an_error_left_by_an_earlier_container_is_not_the_new_ones():
+    from tfhadoop.trainer import role
+    from tfhadoop.trainer.slots import role_error
+
+    app = FakeApp()
+    role.leave_error(app, "worker", 1, "worker_1", RuntimeError("first line\nsecond line"))
+    assert role_error(app.kv, "worker", 1, "worker_1") == "RuntimeError: first line"
+    assert role_error(app.kv, "worker", 1, "worker_2") == ""  # the slot's replacement
+    assert role_error(app.kv, "worker", 0, "worker_1") == ""
+    app.kv["error/worker/0"] = b"not json"
+    assert role_error(app.kv, "worker", 0, "worker_0") == ""
+
+
 def test_a_start_slower_than_the_startup_timeout_fails_saying_why(master):
     now = manual_clock(master)
     master.launch()

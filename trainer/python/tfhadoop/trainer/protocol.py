@@ -66,6 +66,9 @@ KV_ADDR = "addr/"  # addr/<role>/<slot>: host:port a server listens on (kv_addr)
 KV_UP = "up/"  # up/<role>/<slot>: the server serves (kv_up)
 KV_HEARTBEAT = "hb/"  # hb/<role>/<slot>: "<container id> <count>", bumped every HEARTBEAT_S by the role (kv_heartbeat)
 HEARTBEAT_S = 2.0  # a role that stops bumping its heartbeat for --hang-timeout s is killed and replaced
+# error/<role>/<slot>: {"container", "error"}, the exception that ended a role process (role.py), so the
+# master says why a container failed instead of YARN's "Container failed during execution" (kv_role_error)
+KV_ROLE_ERROR = "error/"
 KV_RESOURCES = "res/"  # res/<role>/<slot>: {"container", "rss_mb", "peak_rss_mb", ...} every HEARTBEAT_S (resources.py)
 # The coordinator's watchdog report: {"pid", "phase", "mark", "beat"} (trainer/python/tfhadoop/trainer/phases.py).
 # "beat" is bumped every HEARTBEAT_S by a thread (silent for --hang-timeout s: hung); "mark" when it
@@ -176,6 +179,10 @@ def kv_heartbeat(role: str, slot: int) -> str:
 
 def kv_resources(role: str, slot: int) -> str:
     return f"{KV_RESOURCES}{role}/{slot}"
+
+
+def kv_role_error(role: str, slot: int) -> str:
+    return f"{KV_ROLE_ERROR}{role}/{slot}"
 
 
 def kv_ring_exit(slot: int) -> str:

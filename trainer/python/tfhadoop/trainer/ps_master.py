@@ -194,7 +194,7 @@ class PsMaster(CoordinatorHandling, MasterCore):
         attempt = self.slots.next_attempt(role, slot)
         if self.state == State.STARTING:
             if not (loss.preempted or loss.hung or loss.node_lost):  # cannot start: a setup error, fail fast
-                return self.fail(f"{c.id} failed while starting: {c.exit_message}")
+                return self.fail(f"{c.id} failed while starting: {loss.why}")
             return self.replace(role, slot, attempt=attempt, delay=0)
         if not loss.counted:  # YARN took it back, or its node is gone: not the slot's failure
             return self.replace(role, slot, attempt=attempt, delay=0)
@@ -202,7 +202,7 @@ class PsMaster(CoordinatorHandling, MasterCore):
         limit = (self.job.max_worker_restarts if role == "worker" else self.job.max_ps_restarts)
         if n > limit:
             if role == "ps" or self.workers_held() < self.job.min_workers:
-                return self.fail(f"{role}:{slot} lost {n} times ({c.exit_message})")
+                return self.fail(f"{role}:{slot} lost {n} times ({loss.why})")
             self.events.add(K.SLOT_ABANDONED, role=role, slot=slot, workers_alive=self.workers_alive())
             self.abandoned.add(slot)
             return None

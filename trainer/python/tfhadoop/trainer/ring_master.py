@@ -156,7 +156,7 @@ class RingMaster(MasterCore):
             if n > self.job.max_worker_restarts:
                 self.events.add(K.SLOT_ABANDONED, role=role, slot=slot, workers_alive=self.workers_alive())
                 if self.workers_held() + len(self.delayed) < self.job.min_workers:
-                    return self.fail(f"worker:{slot} lost {n} times ({c.exit_message}); fewer than --min-workers "
+                    return self.fail(f"worker:{slot} lost {n} times ({loss.why}); fewer than --min-workers "
                                      f"{self.job.min_workers} left")
             else:
                 self.replace(slot, n, backoff_s(n))

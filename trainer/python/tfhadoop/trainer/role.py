@@ -8,7 +8,8 @@ address: the master puts it into the spec and restarts the coordinator with it. 
 the Skein key-value store: the container publishes ``addr/<role>/<slot>`` = host:port, waits for
 the ``cluster`` spec the master assembles from those, starts its server, publishes
 ``up/<role>/<slot>`` and serves until killed. A thread bumps ``hb/<role>/<slot>`` meanwhile: the
-master's hang detection.
+master's hang detection. An exception that ends the process is left at ``error/<role>/<slot>``
+first, so the master can say why the container failed.
 """
 from __future__ import annotations
 
@@ -86,6 +87,24 @@ def heartbeat(app, key: str, container: str, period: float, resources_key: str |
     threading.Thread(target=beat, name="heartbeat", daemon=True).start()
 
 
+def error_line(error: BaseException) -> str:
+    """One line for the master's message: the exception's type and the first line of its text."""
+    text = str(error).strip()
+    return f"{type(error).__name__}: {text.splitlines()[0][:500]}" if text else type(error).__name__
+
+
+def leave_error(app, role: str, slot: int, container: str, error: BaseException) -> None:
+    """Tell the master why this process ends (``protocol.kv_role_error``), before it exits: the
+    master reads it when YARN reports the container ended. Best effort: the traceback goes to the
+    container's log anyway."""
+    from tfhadoop.trainer import protocol as P
+
+    try:
+        app.kv[P.kv_role_error(role, slot)] = json.dumps({"container": container, "error": error_line(error)}).encode()
+    except Exception:  # noqa: BLE001 - the master's store may be gone with its attempt
+        pass
+
+
 def main() -> int:
     import skein
 
@@ -96,6 +115,17 @@ def main() -> int:
     os.environ["CUDA_VISIBLE_DEVICES"] = gpu_devices()
     app = skein.ApplicationClient.from_current()
     container = os.environ.get(P.ENV_SKEIN_CONTAINER_ID, "")
+    try:
+        return serve(app, role, slot, port, container)
+    except Exception as e:
+        leave_error(app, role, slot, container, e)
+        raise
+
+
+def serve(app, role: str, slot: int, port: int, container: str) -> int:
+    """Publish this slot's address, start its TensorFlow server once the spec holds it, serve."""
+    from tfhadoop.trainer import protocol as P
+
     heartbeat(app, P.kv_heartbeat(role, slot), container, P.HEARTBEAT_S, P.kv_resources(role, slot))
     port = usable_port(role, slot, port)
     address = f"{node_host()}:{port}"

@@ -8,6 +8,7 @@ miss either strategy.
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable
 
 from tfhadoop.trainer import protocol
@@ -33,19 +34,38 @@ class Loss:
     node_lost: bool
     hung: bool
     diagnostics: str
+    error: str = ""  # what the role process said ended it (protocol.kv_role_error), if it could
 
     @property
     def counted(self) -> bool:
         return not (self.preempted or self.node_lost)
 
+    @property
+    def why(self) -> str:
+        """The reason a user is shown: the process's own error where it left one, else YARN's."""
+        return f"{self.error} ({self.diagnostics})" if self.error else self.diagnostics
 
-def classify(role: str, slot: int, container, hung: bool) -> Loss:
+
+def classify(role: str, slot: int, container, hung: bool, error: str = "") -> Loss:
     """``container`` (Skein's, ended) as a :class:`Loss`; a container this master killed for a hang
-    is hung whatever YARN's diagnostics say."""
+    is hung whatever YARN's diagnostics say. ``error``: what its process said before it ended."""
     message = (container.exit_message or "").lower()
     return Loss(role, slot, container.id, preempted=not hung and PREEMPTED_DIAGNOSTICS in message,
                 node_lost=not hung and NODE_LOST_DIAGNOSTICS in message, hung=hung,
-                diagnostics=container.exit_message or "")
+                diagnostics=container.exit_message or "", error=error)
+
+
+def role_error(kv, role: str, slot: int, container: str) -> str:
+    """The error the slot's role process left in the key-value store (``protocol.kv_role_error``),
+    if that process ran in ``container``: an older container's error is not this one's."""
+    raw = kv.get(protocol.kv_role_error(role, slot))
+    if not raw:
+        return ""
+    try:
+        left = json.loads(raw)
+    except ValueError:
+        return ""
+    return str(left.get("error", "")) if left.get("container") == container else ""
 
 
 def backoff_s(failures: int) -> float:
@@ -121,10 +141,11 @@ class Slots:
         if self.live.get((role, slot)) == c.id:
             del self.live[(role, slot)]
         self.publish_alive()
-        loss = classify(role, slot, c, hung=c.id in self.hung)
+        loss = classify(role, slot, c, hung=c.id in self.hung, error=role_error(self.app.kv, role, slot, c.id))
         self.events.add(protocol.EventKind.CONTAINER_LOST, role=role, slot=slot, container=c.id,
                         preempted=loss.preempted, hung=loss.hung, node_lost=loss.node_lost,
-                        yarn_container=c.yarn_container_id, state=str(c.state), diagnostics=c.exit_message, **extra)
+                        yarn_container=c.yarn_container_id, state=str(c.state), diagnostics=c.exit_message,
+                        **({"error": loss.error} if loss.error else {}), **extra)
         return loss
 
     def count_failure(self, role: str, slot: int) -> int:
