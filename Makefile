@@ -84,8 +84,9 @@ test-jvm: jars
 	$(SBT) test
 
 # The native crates' own unit tests (error-code mapping, retry policy, token parsing).
+# In the dev profile: no release link (thin LTO over every dependency, ~70 CPU-s a fresh checkout).
 test-native:
-	cargo test --release --workspace --quiet
+	cargo test --workspace --quiet
 
 # Two pytest-xdist workers side by side by default (27-30 min against 43-48 for one process in
 # fresh-clone CI runs here); TEST_WORKERS=0 runs one plain process. Each worker has its own embedded
