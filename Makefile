@@ -24,9 +24,10 @@ help:
 setup: venv jars native
 
 # Rust crates under connectors/native/ (cargo, crates.io), their libraries copied into the package.
-# Cargo's build folder is shared by this user's checkouts, as uv's and Coursier's caches are: a
-# fresh clone then compiles only the two crates, not their ~90 dependencies (170 CPU-s, the
-# longest step of a fresh clone's setup). Set CARGO_TARGET_DIR to choose another folder.
+# Cargo's build folder is shared by this user's checkouts, as uv's and Coursier's caches are, so a
+# fresh clone does not compile the crates' ~90 dependencies again; tools/build-native also keeps
+# the built libraries by the hash of their sources, since Cargo relinks the two crates (thin LTO,
+# ~160 CPU-s) in a checkout at a new path. Set CARGO_TARGET_DIR to choose another folder.
 export CARGO_TARGET_DIR ?= $(HOME)/.cache/tfhadoop/cargo-target
 NATIVE_SOURCES := $(shell find connectors/native -path '*/target' -prune -o -type f \( -name '*.rs' -o -name Cargo.toml \) -print 2>/dev/null)
 native: target/.native-ok
