@@ -7,12 +7,11 @@ import json
 import queue
 import signal
 import subprocess
-import sys
 import threading
 import urllib.parse
 import urllib.request
 
-from tests.terminal import ctrl_c_restored
+from tests.terminal import interruptible
 from tests.waiting import wait_for
 
 
@@ -20,8 +19,8 @@ from tests.waiting import wait_for
 def serve(*argv: str, env: dict | None = None, timeout: float = 180):
     """Start ``tfhadoop tensorboard *argv`` (in ``env``); yield the URL it prints. On leaving,
     Ctrl-C (SIGINT) must stop it with status 0 within 30 s."""
-    proc = subprocess.Popen([sys.executable, "-m", "tfhadoop", "tensorboard", *argv], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=ctrl_c_restored)
+    proc = subprocess.Popen(interruptible("tfhadoop", "tensorboard", *argv), env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     lines: queue.Queue[str] = queue.Queue()
     err: list[str] = []
     assert proc.stdout is not None and proc.stderr is not None

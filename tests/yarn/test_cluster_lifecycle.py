@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from tests.terminal import ctrl_c_restored
+from tests.terminal import interruptible
 from tests.waiting import wait_for
 from tfhadoop.cli import CommandError, main
 from tfhadoop.yarn.embedded import ClusterOptions, EmbeddedCluster
@@ -156,9 +156,10 @@ def test_interrupted_up_leaves_a_complete_state_dir(tmp_path):
     client commands (bin/yarn, bin/hdfs) work, and so does an `up` of a running cluster whose
     commands were lost."""
     cluster = EmbeddedCluster(tmp_path / "state")
-    argv = [sys.executable, "-m", "tfhadoop", "cluster", "up", "--state-dir", str(cluster.state_dir),
-            "--node-managers", "1", "--nm-memory-mb", "2048", "--nm-vcores", "2"]
-    first = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, preexec_fn=ctrl_c_restored)
+    up = ["cluster", "up", "--state-dir", str(cluster.state_dir), "--node-managers", "1", "--nm-memory-mb", "2048",
+          "--nm-vcores", "2"]
+    argv = [sys.executable, "-m", "tfhadoop", *up]
+    first = subprocess.Popen(interruptible("tfhadoop", *up), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         wait_for(lambda: cluster.pid() is not None or first.poll() is not None, 120, "the cluster JVM to start",
                  interval=0.1, diagnose=lambda: first.communicate()[0] if first.poll() is not None else "up still runs")
