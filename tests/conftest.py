@@ -4,14 +4,6 @@ session, started from a fresh state dir, or the cluster named by HADOOP_CONF_DIR
 from __future__ import annotations
 
 import os
-
-# Before anything loads gRPC. pytest's processes hold gRPC threads (Skein clients, TensorFlow) and
-# start children with a fork (pyspark's gateway launch uses a preexec_fn): gRPC's at-fork handlers
-# then run in the child and can abort it before its exec ("Epoll1Poller ... epoll_wait error: Bad
-# file descriptor"; two CI runs lost a `cluster up` and the Spark session of a worker to it). No
-# test process forks and goes on using gRPC, so they are off, as in the job's containers (submit.py).
-os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "0")
-
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -21,7 +13,14 @@ import pytest
 
 from tests import schedule
 from tfhadoop import hadoop
+from tfhadoop.trainer import protocol
 from tfhadoop.yarn.embedded import EmbeddedCluster
+
+# Before anything loads gRPC. pytest's processes hold gRPC threads (Skein clients, TensorFlow) and
+# start children with a fork (pyspark's gateway launch uses a preexec_fn): two CI runs lost a
+# `cluster up` and a worker's Spark session to gRPC's at-fork handlers (protocol.NO_GRPC_FORK_HANDLERS).
+for _name, _value in protocol.NO_GRPC_FORK_HANDLERS.items():
+    os.environ.setdefault(_name, _value)
 
 
 @dataclass

@@ -7,6 +7,8 @@ import subprocess
 import sys
 import textwrap
 
+from tfhadoop.trainer import protocol
+
 FORKS = 400  # with the handlers on (grpcio 1.85), 3 of 300 such children aborted here
 
 SCRIPT = textwrap.dedent("""
@@ -36,7 +38,7 @@ SCRIPT = textwrap.dedent("""
 
 
 def test_children_forked_beside_busy_grpc_threads_start():
-    assert os.environ.get("GRPC_ENABLE_FORK_SUPPORT") == "0"
+    assert all(os.environ.get(name) == value for name, value in protocol.NO_GRPC_FORK_HANDLERS.items())
     done = subprocess.run([sys.executable, "-c", SCRIPT, str(FORKS)], capture_output=True, text=True,
                           timeout=300, env=dict(os.environ))
     assert done.returncode == 0, done.stderr[-2000:]

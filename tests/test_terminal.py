@@ -7,7 +7,7 @@ import sys
 import textwrap
 
 SCRIPT = textwrap.dedent("""
-    import os, signal, subprocess, sys, time
+    import os, signal, subprocess
     from tests.terminal import interruptible
     forks = []
     os.register_at_fork(before=lambda: forks.append(1))

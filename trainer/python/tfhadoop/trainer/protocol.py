@@ -155,6 +155,10 @@ ENV_HADOOP_USER_NAME = "HADOOP_USER_NAME"
 # Skein spec; processes started by hand call tf_environment first). Fail fast on a lost peer, the
 # Keras 2 API the trainer is written for, and INFO logs off.
 TF_ENVIRONMENT = {"GRPC_FAIL_FAST": "use_caller", "TF_USE_LEGACY_KERAS": "1", "TF_CPP_MIN_LOG_LEVEL": "1"}
+# gRPC's at-fork handlers off, in every process of ours that holds gRPC threads and starts children
+# (job containers, the test suite): a child forked while another thread is inside gRPC is aborted
+# before its exec ("Epoll1Poller ... epoll_wait error"). None of them forks and goes on using gRPC.
+NO_GRPC_FORK_HANDLERS = {"GRPC_ENABLE_FORK_SUPPORT": "0"}
 
 
 def tf_environment() -> None:

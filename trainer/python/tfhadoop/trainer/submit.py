@@ -37,9 +37,7 @@ def pack_python_path(entries: list, folder: str) -> dict:
 
 
 def _env(job: JobSettings, code: dict) -> dict:
-    env = {**protocol.TF_ENVIRONMENT, "PYTHONUNBUFFERED": "1",
-           # our processes start children only by exec (children.py), never fork and go on using gRPC
-           "GRPC_ENABLE_FORK_SUPPORT": "0"}
+    env = {**protocol.TF_ENVIRONMENT, "PYTHONUNBUFFERED": "1", **protocol.NO_GRPC_FORK_HANDLERS}
     paths = [f"./{name}" for name in code] + [p for p in os.environ.get("PYTHONPATH", "").split(":") if p]
     if paths:
         env["PYTHONPATH"] = ":".join(paths)
