@@ -20,21 +20,23 @@ MODELS = Path(__file__).resolve().parent  # shipped as --python-path: "trainer_t
 
 @overload
 def train(hadoop_cluster, dataset, model: str = ..., extra=..., timeout: float = ...,
-          background: Literal[False] = ...) -> tuple[str, subprocess.CompletedProcess[str]]: ...
+          background: Literal[False] = ..., tmpdir: Path | None = ...) -> tuple[str, subprocess.CompletedProcess[str]]: ...
 @overload
 def train(hadoop_cluster, dataset, model: str = ..., extra=..., timeout: float = ..., *,
-          background: Literal[True]) -> tuple[str, subprocess.Popen[str]]: ...
+          background: Literal[True], tmpdir: Path | None = ...) -> tuple[str, subprocess.Popen[str]]: ...
 def train(hadoop_cluster, dataset, model: str = "trainer_test_models:linear", extra=(), timeout: float = 600,
-          background: bool = False):
-    """(the job's run directory, its `tfhadoop train` process): PS mode, 1 PS, small tasks."""
+          background: bool = False, tmpdir: Path | None = None):
+    """(the job's run directory, its `tfhadoop train` process): PS mode, 1 PS, small tasks.
+    ``tmpdir``: the client's TMPDIR (what it leaves behind there can be checked)."""
     run = hadoop_cluster.hdfs_url(f"/tmp/trainer-tests/run-{uuid.uuid4().hex[:8]}")
     cmd = [sys.executable, "-m", "tfhadoop", "train", "--model", model, "--python-path", str(MODELS),
            "--data", dataset, "--label", "y", "--ps", "1", "--task-records", "300", "--batch-size", "32",
            "--worker-memory", "1g", "--ps-memory", "1g", "--checkpoint-dir", f"{run}/ckpt",
            "--export-dir", f"{run}/model", *extra]
+    env = {**os.environ, "TMPDIR": str(tmpdir)} if tmpdir else None
     if background:
-        return run, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        return run, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     return run, proc
 
 

@@ -37,9 +37,14 @@ def tensorboard_scalars(url, local) -> dict:
 
 
 def test_two_workers_one_ps_train_export_and_predict(hadoop_cluster, dataset, tmp_path):
-    run, proc = jobs.train(hadoop_cluster, dataset, extra=["--workers", "2", "--epochs", "2", "--worker-gpus", "1"])
+    client_tmp = tmp_path / "client-tmp"
+    client_tmp.mkdir()
+    run, proc = jobs.train(hadoop_cluster, dataset, extra=["--workers", "2", "--epochs", "2", "--worker-gpus", "1"],
+                           tmpdir=client_tmp)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-4000:]
+    # The job's local files (spec, packed --python-path) are gone once YARN has its copies.
+    assert not list(client_tmp.glob("tfhadoop-job-*")), sorted(p.name for p in client_tmp.iterdir())
     assert "application application_" in proc.stdout and "tracking URL" in proc.stdout
     assert "training SUCCEEDED" in proc.stdout
     # Quiet by default: the whole run fits on one screen; Java/Skein/TF logs went to the log file.

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import tempfile
 from dataclasses import asdict
@@ -130,17 +131,20 @@ def submit(job: JobSettings, client=None, validate_model: bool = True, notice=pr
     if am_agent_jar() is None:
         notice(f"note: {protocol.AM_AGENT_JAR} is not in jars/ (make jars): the job master will not see YARN's "
                f"preemption warnings")
+    # The job's local files (its spec, the packed --python-path) live only until Skein has
+    # uploaded them to the application's staging directory, which submit() does before it returns.
     folder = tempfile.mkdtemp(prefix="tfhadoop-job-")
-    job_file = os.path.join(folder, protocol.JOB_FILE)
-    with open(job_file, "w") as f:
-        json.dump(asdict(job), f)
-    spec = application_spec(job, manifest, job_file, pack_python_path(job.python_path, folder))
     own = client is None
-    client = client or skein_client()
     try:
+        job_file = os.path.join(folder, protocol.JOB_FILE)
+        with open(job_file, "w") as f:
+            json.dump(asdict(job), f)
+        spec = application_spec(job, manifest, job_file, pack_python_path(job.python_path, folder))
+        client = client or skein_client()
         app_id = client.submit(spec)
     finally:
-        if own:
+        shutil.rmtree(folder, ignore_errors=True)
+        if own and client is not None:
             client.close()
     try:
         record_submission(conf, app_id, job)
