@@ -61,8 +61,10 @@ def _session(opts: ExportOptions, quiet: bool = False):
     if active is not None:
         return active, False
     if os.environ.get("PYSPARK_GATEWAY_PORT"):  # under spark-submit: its master, jars and conf rule
+        from tfhadoop.spark.session import get_or_create
+
         b = SparkSession.builder.appName("tfhadoop-export")
-        return (b.enableHiveSupport() if opts.table or opts.query else b).getOrCreate(), True
+        return get_or_create(b.enableHiveSupport() if opts.table or opts.query else b), True
     from tfhadoop.spark.session import get_session
 
     extra = {}

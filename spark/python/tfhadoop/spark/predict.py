@@ -108,8 +108,10 @@ def _session(args):
         return active, False
     hive = bool(args.table or args.query or args.output_table)
     if os.environ.get("PYSPARK_GATEWAY_PORT"):  # under spark-submit: its master, jars and conf rule
+        from tfhadoop.spark.session import get_or_create
+
         b = SparkSession.builder.appName("tfhadoop-predict")
-        return (b.enableHiveSupport() if hive else b).getOrCreate(), True
+        return get_or_create(b.enableHiveSupport() if hive else b), True
     from tfhadoop.spark.session import get_session
 
     extra = {"spark.executor.memory": "2g", "spark.executor.instances": "2"} if args.master == "yarn" else {}

@@ -5,11 +5,14 @@ metastore in the state dir and the warehouse on HDFS.
 from __future__ import annotations
 
 import glob
+import logging
 import os
 import sys
 from pathlib import Path
 
 from tfhadoop import hadoop, kerberos
+
+log = logging.getLogger(__name__)
 
 
 def tfhadoop_jar() -> str | None:
@@ -108,8 +111,28 @@ def _with_hive(b, conf: hadoop.HadoopConf, state_dir: Path | None, metastore_dir
 
 
 def get_session(app_name: str = "tfhadoop", master: str | None = None, hive: bool = False, **kw):
-    """getOrCreate() of :func:`builder`."""
-    return builder(app_name, master=master, hive=hive, **kw).getOrCreate()
+    """getOrCreate() of :func:`builder`, through :func:`get_or_create`."""
+    return get_or_create(builder(app_name, master=master, hive=hive, **kw))
+
+
+def get_or_create(b):
+    """``b.getOrCreate()``, a second time after Spark's UI start-up race (:func:`is_ui_filter_race`)."""
+    try:
+        return b.getOrCreate()
+    except Exception as exc:  # one known failure is tried again, the rest re-raised
+        if not is_ui_filter_race(exc):
+            raise
+        log.warning("Spark's UI start raced YARN's AmIpFilter (a Spark defect); starting the session again")
+        return b.getOrCreate()
+
+
+def is_ui_filter_race(exc: BaseException) -> bool:
+    """A SparkContext on YARN (client mode) that failed in Spark's own start-up race: the driver
+    starts its UI handlers (SparkUI.attachAllHandlers, unsynchronized) while an RPC thread adds
+    the application master's AmIpFilter to them, and Jetty's ServletHandler.initialize throws
+    ConcurrentModificationException. Nothing has run yet, so a new context is safe."""
+    text = str(exc)
+    return "ConcurrentModificationException" in text and "SparkUI.attachAllHandlers" in text
 
 
 def hive_session(app_name: str = "tfhadoop-hive", master: str | None = None, **kw):
