@@ -33,4 +33,7 @@ def test_an_interruptible_child_starts_without_fork_handlers_and_stops_on_ctrl_c
     lines = dict(line.split(" ", 1) for line in done.stdout.splitlines())
     assert lines["forks"] == "0", "a preexec_fn made CPython fork: gRPC's at-fork handlers would run in the child"
     assert lines["first"].startswith("Serving HTTP on 127.0.0.1"), done.stdout
-    assert "Keyboard interrupt received" in lines["rest"], done.stdout
+    # Stopped by Ctrl-C: http.server says so, or (SIGINT landing between its "Serving" line and
+    # its try block, as on a busy host) the KeyboardInterrupt ends it with a traceback.
+    rest = lines["rest"]
+    assert "Keyboard interrupt received" in rest or rest.rstrip(" |").endswith("KeyboardInterrupt"), done.stdout
