@@ -74,7 +74,7 @@ jars/.ok: build.sbt project/build.properties project/repositories $(JVM_SOURCES)
 	@touch $@
 
 # The setup steps (uv, sbt, cargo, npm) side by side, each one's output kept together (-O); then
-# pytest, with lint and the JVM and Rust tests beside it at a lower CPU priority (nice): they take
+# pytest, with lint and the JVM and Rust tests beside it at the lowest CPU priority (nice 19): they take
 # the CPU time pytest's jobs leave while they wait on YARN, instead of ~65 s of the run before
 # pytest (their 100 CPU-s; the pytest phase leaves ~10 % of the CPUs idle). Their output follows
 # pytest's, in build/checks.log too, and either failing fails `make test`.
@@ -82,7 +82,7 @@ jars/.ok: build.sbt project/build.properties project/repositories $(JVM_SOURCES)
 test:
 	@$(MAKE) --no-print-directory -j6 -O setup $(PYRIGHT)
 	@mkdir -p build; \
-	  nice -n 10 $(MAKE) --no-print-directory -j3 -O lint test-jvm test-native > build/checks.log 2>&1 & checks=$$!; \
+	  nice -n 19 $(MAKE) --no-print-directory -j3 -O lint test-jvm test-native > build/checks.log 2>&1 & checks=$$!; \
 	  $(MAKE) --no-print-directory test-python; rc=$$?; \
 	  wait $$checks; crc=$$?; \
 	  echo "== lint and the JVM and Rust unit tests (build/checks.log):"; cat build/checks.log; \
