@@ -171,19 +171,23 @@ def test_starts_with_min_workers_then_scales_up(hadoop_cluster, dataset):
     # the scheduler puts the master and the PS. The memory filler used before (2 x 4 GB) could
     # leave under 3 GB free on each node, depending on where the scheduler placed the filler's AM,
     # the master and the PS, so no 3 GB worker fit anywhere: a placement-dependent timeout.
-    epochs = 30
+    # Endless epochs, stopped two epochs after the rescale: a fixed count (30) once ended before
+    # the added worker's rescale on a busy host (CI run B, 2026-11-29: workers_added, then succeeded).
     with skein_client() as client:
         filler = held = hold_containers(client, "filler", queue="default", instances=3, memory=512, gpus=1)
     try:
         jobs.wait(lambda: len(held.get_containers(states=["RUNNING"])) == 3, 120, "the filler's containers")
         run, proc = jobs.train(hadoop_cluster, dataset, background=True,
                                extra=["--workers", "2", "--min-workers", "1", "--worker-gpus", "1",
-                                      "--startup-wait", "20", "--epochs", str(epochs)])
+                                      "--startup-wait", "20", "--epochs", str(jobs.ENDLESS)])
         try:
+            app_id = jobs.app_id(proc)
             jobs.wait_epochs(hadoop_cluster, run, proc, 2)
             filler.shutdown()
             filler = None
-            out, err = proc.communicate(timeout=900)
+            jobs.stop_when(hadoop_cluster, run, proc, app_id, jobs.epochs_after(run, jobs.event_seen(run, "rescaled")),
+                           "two epochs after the rescale to 2 workers")
+            out, err = proc.communicate(timeout=600)
         finally:
             if proc.poll() is None:
                 proc.kill()
@@ -196,7 +200,9 @@ def test_starts_with_min_workers_then_scales_up(hadoop_cluster, dataset):
     assert up["workers"] == 1
     rescaled = [e for e in events if e["event"] == "rescaled"]
     assert rescaled and rescaled[0]["workers"] == 2, [e["event"] for e in events]
-    assert [e["examples"] for e in jobs.metrics(run)["epochs"]] == [2400] * epochs
+    metrics = jobs.metrics(run)
+    jobs.assert_stopped(metrics, 4)  # exactly once per epoch, before and after the rescale
+    assert {e["examples"] for e in metrics["epochs"]} == {2400}, metrics["epochs"]
 
 
 def test_unsplit_dataset_status_follow_kill_and_jobs(hadoop_cluster, tmp_path):
